@@ -1,0 +1,23 @@
+//! Placeholder: being written (see the foundation issue).
+
+use std::path::Path;
+
+use tpuport_model::Model;
+
+use crate::{FormatError, ImportOptions, Importer};
+
+/// Importer for this format.
+#[derive(Debug)]
+pub struct OnnxImporter;
+
+impl Importer for OnnxImporter {
+    fn name(&self) -> &'static str {
+        "onnx"
+    }
+    fn sniff(&self, _path: &Path, _head: &[u8]) -> bool {
+        false
+    }
+    fn import(&self, path: &Path, _opts: &ImportOptions) -> Result<Model, FormatError> {
+        Err(FormatError::unsupported(path, "onnx import is not written yet"))
+    }
+}

@@ -1,0 +1,1 @@
+//! tpuport-hw: being written.

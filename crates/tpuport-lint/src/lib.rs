@@ -1,0 +1,1 @@
+//! tpuport-lint: being written.

@@ -1,0 +1,1 @@
+//! tpuport-pjrt: being written.

@@ -1,0 +1,1 @@
+//! tpuport-python: being written.

@@ -1,0 +1,63 @@
+//! Command-line surface. Each verb's arguments are defined in its own `commands/<verb>.rs`;
+//! this file only lists the verbs and the global options.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::commands;
+
+/// tpuport: audit, port, optimize, validate, benchmark and serve ML models on Cloud TPUs.
+#[derive(Debug, Parser)]
+#[command(name = "tpuport", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every verb accepts.
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// Output format for data written to stdout.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// Print only data and errors.
+    #[arg(long, short, global = true)]
+    pub(crate) quiet: bool,
+    /// Print more detail on stderr.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// When to colour terminal output (NO_COLOR is honoured by `auto`).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub(crate) color: ColorChoice,
+}
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// Human-readable text.
+    Text,
+    /// JSON with a versioned schema.
+    Json,
+    /// SARIF 2.1.0 (only `check`).
+    Sarif,
+}
+
+/// Colour policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// Colour when stderr/stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Show what a model, checkpoint or tensor file holds: format, producer, signature, ops,
+    /// parameters.
+    Inspect(commands::inspect::InspectArgs),
+}

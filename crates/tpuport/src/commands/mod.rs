@@ -1,0 +1,37 @@
+//! One module per verb. Each exposes an `…Args` struct (clap) and a `run` function returning a
+//! [`Status`].
+
+pub(crate) mod inspect;
+
+use std::process::ExitCode;
+
+use crate::cli::{Command, GlobalArgs};
+use crate::printer::Printer;
+
+/// How a verb ended: 0 success, 1 findings at or above the failure threshold, 2 could not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Ran, nothing to fail on.
+    Success,
+    /// Ran, and found problems at or above `--fail-on`.
+    Findings,
+    /// Could not run.
+    Failure,
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Success => ExitCode::SUCCESS,
+            Status::Findings => ExitCode::from(1),
+            Status::Failure => ExitCode::from(2),
+        }
+    }
+}
+
+/// Runs the chosen verb.
+pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
+    match cmd {
+        Command::Inspect(a) => inspect::run(&a, global, p),
+    }
+}
