@@ -60,4 +60,16 @@ pub(crate) enum Command {
     /// Show what a model, checkpoint or tensor file holds: format, producer, signature, ops,
     /// parameters.
     Inspect(commands::inspect::InspectArgs),
+    /// List PJRT plugins (path, API version, platform, devices) and Python framework versions.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Execute a StableHLO module on a PJRT device with inputs from .npy files.
+    Run(commands::run::RunArgs),
+    /// Benchmark a StableHLO module: compile time, latency percentiles, throughput.
+    Bench(commands::bench::BenchArgs),
+    /// Lint Python training and serving scripts for TPU-hostile patterns.
+    Check(commands::check::CheckArgs),
+    /// Rewrite Python scripts for torch_xla, TF TPUStrategy or JAX sharding.
+    Port(commands::port::PortArgs),
+    /// Print the documentation of a finding or rule code.
+    Explain(commands::explain::ExplainArgs),
 }

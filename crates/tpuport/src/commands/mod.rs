@@ -1,7 +1,13 @@
 //! One module per verb. Each exposes an `…Args` struct (clap) and a `run` function returning a
 //! [`Status`].
 
+pub(crate) mod bench;
+pub(crate) mod check;
+pub(crate) mod doctor;
+pub(crate) mod explain;
 pub(crate) mod inspect;
+pub(crate) mod port;
+pub(crate) mod run;
 
 use std::process::ExitCode;
 
@@ -33,5 +39,11 @@ impl From<Status> for ExitCode {
 pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     match cmd {
         Command::Inspect(a) => inspect::run(&a, global, p),
+        Command::Doctor(a) => doctor::run(&a, global, p),
+        Command::Run(a) => run::run(&a, global, p),
+        Command::Bench(a) => bench::run(&a, global, p),
+        Command::Check(a) => check::run(&a, global, p),
+        Command::Port(a) => port::run(&a, global, p),
+        Command::Explain(a) => explain::run(&a, global, p),
     }
 }
