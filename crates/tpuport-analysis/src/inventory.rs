@@ -91,9 +91,12 @@ pub struct Params {
     pub buffer_tensors: u64,
     /// Rank-0 constants not counted.
     pub scalar_constants: u64,
-    /// Elements held in graph constants (ONNX `Constant` nodes, StableHLO `constant`s) rather
-    /// than initializers; included in `elements`.
+    /// Elements held in graph constants (ONNX `Constant` nodes, large StableHLO `constant`s)
+    /// of rank ≥ 1; not included in `elements` (an explanation is given when they hold most of
+    /// the model's weights).
     pub constant_elements: u64,
+    /// Tensors held in graph constants.
+    pub constant_tensors: u64,
     /// Elements of tensors that alias another tensor's bytes (tied weights), counted once.
     pub aliased_elements: u64,
     /// Per dtype totals of counted parameters.
@@ -399,12 +402,14 @@ fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOpt
                 continue;
             }
         }
+        if *origin == Origin::Constant {
+            p.constant_elements += w.elements();
+            p.constant_tensors += 1;
+            continue;
+        }
         p.elements += w.elements();
         p.bytes += w.nbytes();
         p.tensors += 1;
-        if *origin == Origin::Constant {
-            p.constant_elements += w.elements();
-        }
         let t = p.by_dtype.entry(w.dtype.name().to_owned()).or_default();
         t.tensors += 1;
         t.elements += w.elements();
@@ -605,6 +610,16 @@ fn explain(model: &Model, inv: &Inventory) -> Vec<Explanation> {
                 "{} buffer tensor(s) ({} elements: BatchNorm running statistics, \
                  num_batches_tracked, masks, position ids) are stored but are not parameters",
                 inv.params.buffer_tensors, inv.params.buffer_elements
+            ),
+        });
+    }
+    if inv.params.constant_elements > inv.params.elements {
+        out.push(Explanation {
+            code: "weights-in-constants".into(),
+            message: format!(
+                "{} elements in {} constant tensors exceed the {} initializer elements: this \
+                 exporter keeps the weights in constant nodes, so count those as parameters",
+                inv.params.constant_elements, inv.params.constant_tensors, inv.params.elements
             ),
         });
     }

@@ -41,7 +41,9 @@ pub(crate) struct InspectArgs {
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
-    let (name, dims) = s.split_once('=').ok_or("expected NAME=DIMS, e.g. x=1x3x224x224")?;
+    let (name, dims) = s
+        .split_once('=')
+        .ok_or("expected NAME=DIMS, e.g. x=1x3x224x224")?;
     if name.is_empty() {
         return Err("empty input name".into());
     }
@@ -49,7 +51,9 @@ fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
 }
 
 fn parse_dim(s: &str) -> Result<(String, u64), String> {
-    let (name, n) = s.split_once('=').ok_or("expected NAME=N, e.g. sequence=128")?;
+    let (name, n) = s
+        .split_once('=')
+        .ok_or("expected NAME=N, e.g. sequence=128")?;
     let n = n.parse::<u64>().map_err(|e| format!("`{n}`: {e}"))?;
     Ok((name.to_owned(), n))
 }
@@ -65,7 +69,10 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     let inv = inventory::inventory(
         &a.model.display().to_string(),
         &model,
-        &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup },
+        &InventoryOptions {
+            top: a.top,
+            find_duplicates: !a.no_dedup,
+        },
     );
     match g.format {
         Format::Json => {
@@ -96,7 +103,9 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
     if let Some(pr) = &inv.producer {
         meta.row(["producer", pr.as_str()]);
     }
-    let fw = serde_json::to_value(inv.framework).ok().and_then(|v| v.as_str().map(str::to_owned));
+    let fw = serde_json::to_value(inv.framework)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned));
     let fw = fw.unwrap_or_default();
     match &inv.exporter {
         Some(e) => meta.row(["framework".to_owned(), format!("{fw} (exporter: {e})")]),
@@ -113,9 +122,17 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
         meta.row(["stablehlo", v.as_str()]);
     }
     let pr = &inv.params;
-    let mut count = format!("{} ({}, {})", thousands(pr.elements), si(pr.elements), bytes(pr.bytes));
+    let mut count = format!(
+        "{} ({}, {})",
+        thousands(pr.elements),
+        si(pr.elements),
+        bytes(pr.bytes)
+    );
     if pr.deduplicated_elements != pr.elements {
-        count.push_str(&format!("; {} without duplicates", thousands(pr.deduplicated_elements)));
+        count.push_str(&format!(
+            "; {} without duplicates",
+            thousands(pr.deduplicated_elements)
+        ));
     }
     meta.row(["parameters".to_owned(), count]);
     if inv.nodes > 0 {
@@ -151,7 +168,12 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
             &[Align::Left, Align::Right, Align::Right, Align::Right],
         );
         for (d, tot) in &pr.by_dtype {
-            t.row([d.clone(), thousands(tot.tensors), thousands(tot.elements), bytes(tot.bytes)]);
+            t.row([
+                d.clone(),
+                thousands(tot.tensors),
+                thousands(tot.elements),
+                bytes(tot.bytes),
+            ]);
         }
         out.push_str(&t.render());
         let mut extra = Vec::new();
@@ -166,13 +188,23 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
             extra.push(format!("{} scalar constants", pr.scalar_constants));
         }
         if pr.constant_elements > 0 {
-            extra.push(format!("{} elements held in constants", thousands(pr.constant_elements)));
+            extra.push(format!(
+                "{} elements in {} constant tensors",
+                thousands(pr.constant_elements),
+                pr.constant_tensors
+            ));
         }
         if pr.aliased_elements > 0 {
-            extra.push(format!("{} elements in tied (aliased) tensors", thousands(pr.aliased_elements)));
+            extra.push(format!(
+                "{} elements in tied (aliased) tensors",
+                thousands(pr.aliased_elements)
+            ));
         }
         if !extra.is_empty() {
-            push(&mut out, &format!("  not counted / noted: {}", extra.join(", ")));
+            push(
+                &mut out,
+                &format!("  not counted / noted: {}", extra.join(", ")),
+            );
         }
     }
 
@@ -191,7 +223,13 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
         push(&mut out, "\nlargest tensors");
         let mut t = Table::new(
             &["name", "dtype", "shape", "elements", "bytes"],
-            &[Align::Left, Align::Left, Align::Left, Align::Right, Align::Right],
+            &[
+                Align::Left,
+                Align::Left,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+            ],
         );
         for e in &inv.largest {
             let shape: Vec<String> = e.shape.iter().map(u64::to_string).collect();
@@ -209,8 +247,19 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
     if !inv.duplicates.is_empty() {
         push(&mut out, "\nduplicate tensors");
         for d in &inv.duplicates {
-            let how = if d.transposed { " (transposed copy)" } else { "" };
-            push(&mut out, &format!("  {}: {} elements{how}", d.names.join(" = "), thousands(d.elements)));
+            let how = if d.transposed {
+                " (transposed copy)"
+            } else {
+                ""
+            };
+            push(
+                &mut out,
+                &format!(
+                    "  {}: {} elements{how}",
+                    d.names.join(" = "),
+                    thousands(d.elements)
+                ),
+            );
         }
     }
 
@@ -220,7 +269,11 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
             push(&mut out, &format!("  [{}] {}", e.code, e.message));
         }
     }
-    let notes: Vec<_> = inv.notes.iter().filter(|n| n.level == NoteLevel::Info).collect();
+    let notes: Vec<_> = inv
+        .notes
+        .iter()
+        .filter(|n| n.level == NoteLevel::Info)
+        .collect();
     if !notes.is_empty() {
         push(&mut out, "\nnotes");
         for n in notes {
