@@ -1,0 +1,71 @@
+//! Shared helpers for the binary's integration tests.
+
+#![allow(dead_code, reason = "each test file uses a subset")]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The generated fixture set: `$TPUPORT_FIXTURES`, else `<repo>/.cache/fixtures`. Panics with
+/// the command to run when it is missing: tests never skip silently.
+pub fn fixtures() -> PathBuf {
+    let p = std::env::var_os("TPUPORT_FIXTURES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"),
+        PathBuf::from,
+    );
+    assert!(p.join("torch").is_dir() && p.join("jax").is_dir(), "fixtures missing: run `make fixtures` ({})", p.display());
+    p
+}
+
+/// Reads a fixture's `meta.json`.
+pub fn meta(dir: &Path) -> serde_json::Value {
+    let p = dir.join("meta.json");
+    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&s).unwrap()
+}
+
+/// Output of one tpuport run.
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the built binary with `args`.
+pub fn tpuport(args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_tpuport"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("running tpuport");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Runs `tpuport --format json inspect <path> <extra>` and parses the report; panics with
+/// stderr when it fails.
+pub fn inspect_json(path: &Path, extra: &[&str]) -> serde_json::Value {
+    let p = path.to_str().unwrap();
+    let mut args = vec!["--format", "json", "inspect", p];
+    args.extend_from_slice(extra);
+    let o = tpuport(&args);
+    assert_eq!(o.code, 0, "inspect {p} failed: {}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON from {p}: {e}\n{}", o.stdout))
+}
+
+/// The venv's python, for tests that build inputs with real Python packages.
+pub fn python() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(p.exists(), "project venv missing: run `make venv`");
+    p
+}
+
+/// Runs a Python snippet with the venv's python, panicking with its stderr on failure.
+pub fn run_python(code: &str) {
+    let o = Command::new(python()).arg("-c").arg(code).output().unwrap();
+    assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
+}
