@@ -170,10 +170,7 @@ pub struct InventoryOptions {
 
 impl Default for InventoryOptions {
     fn default() -> Self {
-        InventoryOptions {
-            top: 10,
-            find_duplicates: true,
-        }
+        InventoryOptions { top: 10, find_duplicates: true }
     }
 }
 
@@ -228,28 +225,11 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
             .metadata
             .opsets
             .iter()
-            .map(|(d, v)| {
-                (
-                    if d.is_empty() {
-                        "ai.onnx".to_owned()
-                    } else {
-                        d.clone()
-                    },
-                    *v,
-                )
-            })
+            .map(|(d, v)| (if d.is_empty() { "ai.onnx".to_owned() } else { d.clone() }, *v))
             .collect(),
         stablehlo_version: model.metadata.stablehlo_version.clone(),
-        inputs: g
-            .inputs
-            .iter()
-            .map(|v| port(&g.value(*v).name, &g.value(*v).ty))
-            .collect(),
-        outputs: g
-            .outputs
-            .iter()
-            .map(|v| port(&g.value(*v).name, &g.value(*v).ty))
-            .collect(),
+        inputs: g.inputs.iter().map(|v| port(&g.value(*v).name, &g.value(*v).ty)).collect(),
+        outputs: g.outputs.iter().map(|v| port(&g.value(*v).name, &g.value(*v).ty)).collect(),
         nodes,
         functions: model.functions.len() as u64,
         ops,
@@ -260,11 +240,7 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
         explanations: Vec::new(),
         notes: model.notes.clone(),
     };
-    let dedup: u64 = inv
-        .duplicates
-        .iter()
-        .map(|d| d.elements * (d.names.len() as u64 - 1))
-        .sum();
+    let dedup: u64 = inv.duplicates.iter().map(|d| d.elements * (d.names.len() as u64 - 1)).sum();
     inv.params.deduplicated_elements = inv.params.elements.saturating_sub(dedup);
     inv.explanations = explain(model, &inv);
     inv
@@ -273,9 +249,7 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
 fn port(name: &str, ty: &TensorType) -> Port {
     Port {
         name: name.to_owned(),
-        dtype: ty
-            .dtype
-            .map_or_else(|| "?".to_owned(), |d| d.name().to_owned()),
+        dtype: ty.dtype.map_or_else(|| "?".to_owned(), |d| d.name().to_owned()),
         shape: ty.shape.as_ref().map(|s| {
             s.0.iter()
                 .map(|d| match d {
@@ -291,12 +265,7 @@ fn port(name: &str, ty: &TensorType) -> Port {
 fn count_dynamic(g: &Graph) -> u64 {
     let mut n = 0;
     for v in &g.values {
-        if !v
-            .ty
-            .shape
-            .as_ref()
-            .is_some_and(tpuport_model::Shape::is_static)
-        {
+        if !v.ty.shape.as_ref().is_some_and(tpuport_model::Shape::is_static) {
             n += 1;
         }
     }
@@ -321,9 +290,7 @@ enum Origin {
 /// checkpoints, all of them.
 fn counted_weights(model: &Model) -> Vec<(WeightId, Origin)> {
     if !model.format.has_graph() {
-        return (0..model.weights.len())
-            .map(|i| (weight_id(i), Origin::Stored))
-            .collect();
+        return (0..model.weights.len()).map(|i| (weight_id(i), Origin::Stored)).collect();
     }
     let mut seen: HashMap<WeightId, Origin> = HashMap::new();
     let mut order = Vec::new();
@@ -333,9 +300,7 @@ fn counted_weights(model: &Model) -> Vec<(WeightId, Origin)> {
             order.push((id, origin));
         }
     };
-    let mut stack: Vec<&Graph> = std::iter::once(&model.graph)
-        .chain(&model.functions)
-        .collect();
+    let mut stack: Vec<&Graph> = std::iter::once(&model.graph).chain(&model.functions).collect();
     while let Some(g) = stack.pop() {
         for v in &g.values {
             if let ValueKind::Weight(id) = v.kind {
@@ -372,9 +337,7 @@ const BUFFER_SUFFIXES: &[&str] = &[
 ];
 
 fn is_buffer(name: &str) -> bool {
-    BUFFER_SUFFIXES
-        .iter()
-        .any(|s| name == *s || name.ends_with(&format!(".{s}")))
+    BUFFER_SUFFIXES.iter().any(|s| name == *s || name.ends_with(&format!(".{s}")))
 }
 
 fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOptions) -> Params {
@@ -392,10 +355,7 @@ fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOpt
             p.buffer_tensors += 1;
             continue;
         }
-        if let WeightData::Mapped {
-            map, offset, len, ..
-        } = &w.data
-        {
+        if let WeightData::Mapped { map, offset, len, .. } = &w.data {
             let key = (std::sync::Arc::as_ptr(map) as usize, *offset, *len);
             if ranges.insert(key, ()).is_some() {
                 p.aliased_elements += w.elements();
@@ -430,10 +390,7 @@ fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<Duplic
     for (id, _) in counted {
         let w = model.weights.get(*id);
         if w.elements() >= MIN_DUP_ELEMENTS && !matches!(w.data, WeightData::Absent { .. }) {
-            buckets
-                .entry((w.dtype, w.elements()))
-                .or_default()
-                .push(*id);
+            buckets.entry((w.dtype, w.elements())).or_default().push(*id);
         }
     }
     let mut groups = Vec::new();
@@ -442,12 +399,7 @@ fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<Duplic
         let mut by_print: BTreeMap<[u8; 32], Vec<(WeightId, bool)>> = BTreeMap::new();
         for id in ids {
             let w = model.weights.get(*id);
-            let Some(elem) = w
-                .dtype
-                .bits()
-                .filter(|b| b % 8 == 0)
-                .map(|b| b as usize / 8)
-            else {
+            let Some(elem) = w.dtype.bits().filter(|b| b % 8 == 0).map(|b| b as usize / 8) else {
                 continue;
             };
             let Ok(bytes) = w.bytes() else { continue };
@@ -468,11 +420,8 @@ fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<Duplic
         }
         let mut used: Vec<WeightId> = Vec::new();
         for members in by_print.values() {
-            let cand: Vec<(WeightId, bool)> = members
-                .iter()
-                .copied()
-                .filter(|(id, _)| !used.contains(id))
-                .collect();
+            let cand: Vec<(WeightId, bool)> =
+                members.iter().copied().filter(|(id, _)| !used.contains(id)).collect();
             if cand.len() < 2 {
                 continue;
             }
@@ -497,21 +446,14 @@ fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<Duplic
                 let transposed = same.iter().any(|(_, t)| *t) && !same.iter().all(|(_, t)| *t);
                 used.extend(same.iter().map(|(id, _)| *id));
                 groups.push(DuplicateGroup {
-                    names: same
-                        .iter()
-                        .map(|(id, _)| model.weights.get(*id).name.clone())
-                        .collect(),
+                    names: same.iter().map(|(id, _)| model.weights.get(*id).name.clone()).collect(),
                     elements: model.weights.get(same[0].0).elements(),
                     transposed,
                 });
             }
         }
     }
-    groups.sort_by(|a, b| {
-        b.elements
-            .cmp(&a.elements)
-            .then_with(|| a.names.cmp(&b.names))
-    });
+    groups.sort_by(|a, b| b.elements.cmp(&a.elements).then_with(|| a.names.cmp(&b.names)));
     groups
 }
 
@@ -532,9 +474,7 @@ fn fingerprint(b: &[u8], rows: u64, cols: u64, elem: usize, transposed: bool) ->
         } else {
             logical
         };
-        let off = usize::try_from(physical)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(elem);
+        let off = usize::try_from(physical).unwrap_or(usize::MAX).saturating_mul(elem);
         if let Some(s) = b.get(off..off.saturating_add(elem)) {
             h.update(s);
         }
@@ -547,10 +487,7 @@ fn sha(b: &[u8]) -> [u8; 32] {
 }
 
 fn transpose2(b: &[u8], rows: u64, cols: u64, elem: usize) -> Vec<u8> {
-    let (r, c) = (
-        usize::try_from(rows).unwrap_or(0),
-        usize::try_from(cols).unwrap_or(0),
-    );
+    let (r, c) = (usize::try_from(rows).unwrap_or(0), usize::try_from(cols).unwrap_or(0));
     let mut out = vec![0u8; b.len()];
     for i in 0..r {
         for j in 0..c {
@@ -585,11 +522,7 @@ fn explain(model: &Model, inv: &Inventory) -> Vec<Explanation> {
         }
     }
     if !inv.duplicates.is_empty() {
-        let dup: u64 = inv
-            .duplicates
-            .iter()
-            .map(|d| d.elements * (d.names.len() as u64 - 1))
-            .sum();
+        let dup: u64 = inv.duplicates.iter().map(|d| d.elements * (d.names.len() as u64 - 1)).sum();
         let t = inv.duplicates.iter().any(|d| d.transposed);
         out.push(Explanation {
             code: "tied-duplicated".into(),
@@ -666,11 +599,7 @@ mod tests {
         assert_eq!(inv.params.elements, 16);
         assert_eq!(inv.params.buffer_elements, 4);
         assert_eq!(inv.params.scalar_constants, 1);
-        assert!(
-            inv.explanations
-                .iter()
-                .any(|e| e.code == "buffers-excluded")
-        );
+        assert!(inv.explanations.iter().any(|e| e.code == "buffers-excluded"));
     }
 
     #[test]
@@ -679,11 +608,9 @@ mod tests {
         let (r, c) = (32u64, 48u64);
         let a: Vec<u8> = (0..r * c).flat_map(|i| (i as f32).to_le_bytes()).collect();
         let t = transpose2(&a, r, c, 4);
-        for (name, shape, data) in [
-            ("wte", vec![r, c], a.clone()),
-            ("lm_head", vec![c, r], t),
-            ("copy", vec![r, c], a),
-        ] {
+        for (name, shape, data) in
+            [("wte", vec![r, c], a.clone()), ("lm_head", vec![c, r], t), ("copy", vec![r, c], a)]
+        {
             let id = m.weights.push(w(name, shape, data));
             m.graph.add_value(tpuport_model::Value {
                 name: name.into(),

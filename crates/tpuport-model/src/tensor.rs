@@ -69,7 +69,9 @@ impl HostTensor {
         let d = &self.data;
         let v: Vec<f64> = match self.dtype {
             DType::F64 => d.chunks_exact(8).map(|c| f64::from_le_bytes(arr(c))).collect(),
-            DType::F32 => d.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes(arr(c)))).collect(),
+            DType::F32 => {
+                d.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes(arr(c)))).collect()
+            }
             DType::F16 => d
                 .chunks_exact(2)
                 .map(|c| f64::from(half::f16::from_le_bytes(arr(c)).to_f32()))
@@ -78,14 +80,28 @@ impl HostTensor {
                 .chunks_exact(2)
                 .map(|c| f64::from(half::bf16::from_le_bytes(arr(c)).to_f32()))
                 .collect(),
-            #[allow(clippy::cast_precision_loss, reason = "f64 reading of large ints is lossy by design")]
+            #[allow(
+                clippy::cast_precision_loss,
+                reason = "f64 reading of large ints is lossy by design"
+            )]
             DType::I64 => d.chunks_exact(8).map(|c| i64::from_le_bytes(arr(c)) as f64).collect(),
-            #[allow(clippy::cast_precision_loss, reason = "f64 reading of large ints is lossy by design")]
+            #[allow(
+                clippy::cast_precision_loss,
+                reason = "f64 reading of large ints is lossy by design"
+            )]
             DType::U64 => d.chunks_exact(8).map(|c| u64::from_le_bytes(arr(c)) as f64).collect(),
-            DType::I32 => d.chunks_exact(4).map(|c| f64::from(i32::from_le_bytes(arr(c)))).collect(),
-            DType::U32 => d.chunks_exact(4).map(|c| f64::from(u32::from_le_bytes(arr(c)))).collect(),
-            DType::I16 => d.chunks_exact(2).map(|c| f64::from(i16::from_le_bytes(arr(c)))).collect(),
-            DType::U16 => d.chunks_exact(2).map(|c| f64::from(u16::from_le_bytes(arr(c)))).collect(),
+            DType::I32 => {
+                d.chunks_exact(4).map(|c| f64::from(i32::from_le_bytes(arr(c)))).collect()
+            }
+            DType::U32 => {
+                d.chunks_exact(4).map(|c| f64::from(u32::from_le_bytes(arr(c)))).collect()
+            }
+            DType::I16 => {
+                d.chunks_exact(2).map(|c| f64::from(i16::from_le_bytes(arr(c)))).collect()
+            }
+            DType::U16 => {
+                d.chunks_exact(2).map(|c| f64::from(u16::from_le_bytes(arr(c)))).collect()
+            }
             DType::I8 => d.iter().map(|&b| f64::from(b.cast_signed())).collect(),
             DType::U8 | DType::Bool => d.iter().map(|&b| f64::from(b)).collect(),
             _ => return None,
@@ -116,8 +132,9 @@ mod tests {
     fn widen() {
         let t = HostTensor::from_f32(vec![2], &[1.5, -2.0]).unwrap();
         assert_eq!(t.to_f64().unwrap(), vec![1.5, -2.0]);
-        let b = HostTensor::new(DType::BF16, vec![1], half::bf16::from_f32(3.0).to_le_bytes().to_vec())
-            .unwrap();
+        let b =
+            HostTensor::new(DType::BF16, vec![1], half::bf16::from_f32(3.0).to_le_bytes().to_vec())
+                .unwrap();
         assert_eq!(b.to_f64().unwrap(), vec![3.0]);
     }
 }

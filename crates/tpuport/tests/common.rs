@@ -13,7 +13,11 @@ pub fn fixtures() -> PathBuf {
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"),
         PathBuf::from,
     );
-    assert!(p.join("torch").is_dir() && p.join("jax").is_dir(), "fixtures missing: run `make fixtures` ({})", p.display());
+    assert!(
+        p.join("torch").is_dir() && p.join("jax").is_dir(),
+        "fixtures missing: run `make fixtures` ({})",
+        p.display()
+    );
     p
 }
 
@@ -54,7 +58,8 @@ pub fn inspect_json(path: &Path, extra: &[&str]) -> serde_json::Value {
     args.extend_from_slice(extra);
     let o = tpuport(&args);
     assert_eq!(o.code, 0, "inspect {p} failed: {}", o.stderr);
-    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON from {p}: {e}\n{}", o.stdout))
+    serde_json::from_str(&o.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON from {p}: {e}\n{}", o.stdout))
 }
 
 /// The venv's python, for tests that build inputs with real Python packages.

@@ -73,8 +73,11 @@ fn safetensors_hostile_header_lengths() {
 fn onnx_garbage_truncated_cycle_and_dangling_input() {
     let d = tmp();
     let p = d.path().join("garbage.onnx");
-    std::fs::write(&p, (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect::<Vec<_>>())
-        .unwrap();
+    std::fs::write(
+        &p,
+        (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
     assert_rejected(&p, &[]);
     let dir = d.path().to_str().unwrap();
     run_python(&format!(
@@ -107,14 +110,17 @@ fn deeply_nested_mlir_is_refused_not_a_stack_overflow() {
     let d = tmp();
     let p = d.path().join("deep.mlir");
     let depth = 200_000;
-    let mut s = String::from("module {\n  func.func @main() -> tensor<f32> {\n    %0 = \"stablehlo.foo\"() ");
+    let mut s = String::from(
+        "module {\n  func.func @main() -> tensor<f32> {\n    %0 = \"stablehlo.foo\"() ",
+    );
     s.push_str(&"({".repeat(depth));
     s.push_str(&"})".repeat(depth));
     s.push_str(" : () -> tensor<f32>\n    return %0 : tensor<f32>\n  }\n}\n");
     std::fs::write(&p, s).unwrap();
     assert_rejected(&p, &["nest"]);
     let p = d.path().join("unterminated.mlir");
-    std::fs::write(&p, "module {\n  func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n").unwrap();
+    std::fs::write(&p, "module {\n  func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n")
+        .unwrap();
     assert_rejected(&p, &[]);
 }
 

@@ -41,8 +41,12 @@ fn onnx_counts_what_the_file_holds_and_explains_the_difference() {
             let want = meta["onnx"][exp]["initializer_elements"].as_u64().unwrap();
             let r = inspect_json(&file, &[]);
             assert_eq!(elements(&r), want, "{m}/{exp}.onnx initializer elements");
-            let codes: Vec<&str> =
-                r["explanations"].as_array().unwrap().iter().filter_map(|e| e["code"].as_str()).collect();
+            let codes: Vec<&str> = r["explanations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["code"].as_str())
+                .collect();
             if matches!(m, "resnet50" | "mobilenet_v2") {
                 assert!(elements(&r) < framework, "{m}/{exp}: BN folding should lose elements");
                 assert!(codes.contains(&"bn-folded"), "{m}/{exp}: {codes:?}");
@@ -68,7 +72,9 @@ fn onnx_shapes_are_concrete_once_dims_are_bound() {
                 extra.extend(["--dim", "sequence=128"]);
             }
             let r = inspect_json(&file, &extra);
-            for port in r["inputs"].as_array().unwrap().iter().chain(r["outputs"].as_array().unwrap()) {
+            for port in
+                r["inputs"].as_array().unwrap().iter().chain(r["outputs"].as_array().unwrap())
+            {
                 let shape = port["shape"].as_array().unwrap_or_else(|| panic!("{m}/{exp}: {port}"));
                 assert!(shape.iter().all(serde_json::Value::is_u64), "{m}/{exp}: {port}");
                 assert_eq!(shape[0].as_u64(), Some(2), "{m}/{exp}: batch not bound: {port}");
@@ -108,7 +114,12 @@ fn jax_modules_report_their_signature() {
                     .unwrap()
                     .iter()
                     .map(|a| {
-                        let shape = a[0].as_array().unwrap().iter().map(|d| d.as_u64().unwrap_or(0)).collect();
+                        let shape = a[0]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|d| d.as_u64().unwrap_or(0))
+                            .collect();
                         (shape, a[1].as_str().unwrap().to_owned())
                     })
                     .collect();
