@@ -1,1 +1,39 @@
-//! tpuport-hw: being written.
+//! tpuport-hw: what tpuport knows about accelerators.
+//!
+//! - [`Catalog`]: TPU v4, v5e, v5p, v6e, TPU7x and NVIDIA A100/H100/H200, read from an embedded
+//!   data file (`data/catalog.toml`). Every figure carries a source ([`Chip::source`]), taken
+//!   from the project's hardware reference (`tpu-hardware.md`) and the public pages it cites; a
+//!   figure the reference lacks is `None`, never a guess. [`Catalog::from_file`] layers a user
+//!   file on top (`--catalog FILE`): prices are low confidence and meant to be overridden.
+//! - [`Slice`]: accelerator-type names (`v5e-8`, `v5litepod-16`, `v5p-8`, `v6e-2x4`,
+//!   `v4-2x2x1`, `tpu7x-8`) and their chips, hosts, topology, wraparound and ICI links.
+//! - [`tiling`]: XLA/TPU layout padding ((8,128) tiles, per-dtype row tiles per generation,
+//!   compact small tiles, MXU 128 vs 256) and MXU utilization of a padded matmul.
+//!
+//! Design decisions:
+//! - Figures are written with units in the data file (`"819 GB/s"`) and held in base units
+//!   (bytes, bytes/s, operations/s, watts, USD/h) as `Option<f64>`.
+//! - The catalog is read field by field rather than by serde derive, so an error names the file,
+//!   the chip and the dotted field in one line.
+//! - Nothing here prints.
+
+mod catalog;
+mod chip;
+mod docs;
+mod error;
+mod reader;
+mod slice;
+pub mod tiling;
+mod units;
+
+pub use catalog::{BUILTIN_ORIGIN, BUILTIN_TOML, Catalog, MAX_CATALOG_BYTES};
+pub use chip::{
+    Chip, ChipKind, Confidence, Peak, Price, SliceNaming, Tiling, TopologyFamily, VmShape,
+    Wraparound,
+};
+pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
+pub use error::HwError;
+pub use slice::{Slice, dims_name, parse_dims};
+pub use tiling::{
+    MatmulPadding, Padded, Placement, matmul_utilization, padded_bytes, padded_shape,
+};

@@ -1,0 +1,42 @@
+//! `docs/hardware.md` carries tables generated from the built-in catalog; they must match.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::path::PathBuf;
+
+use tpuport_hw::{Catalog, catalog_markdown};
+
+const BEGIN: &str = "<!-- BEGIN GENERATED: tpuport-hw catalog -->\n";
+const END: &str = "<!-- END GENERATED: tpuport-hw catalog -->";
+
+#[test]
+fn hardware_doc_tables_match_the_catalog() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/hardware.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find(BEGIN).expect("BEGIN marker in docs/hardware.md") + BEGIN.len();
+    let end = text.find(END).expect("END marker in docs/hardware.md");
+    let want = catalog_markdown(&Catalog::builtin());
+    if text[start..end] == want {
+        return;
+    }
+    if std::env::var_os("TPUPORT_BLESS").is_some() {
+        let updated = format!("{}{want}{}", &text[..start], &text[end..]);
+        let tmp = path.with_extension("md.tmp");
+        std::fs::write(&tmp, updated).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        return;
+    }
+    panic!(
+        "docs/hardware.md tables are out of date; run `TPUPORT_BLESS=1 cargo test -p tpuport-hw --test docs`"
+    );
+}
+
+#[test]
+fn generated_tables_show_the_figures() {
+    let md = catalog_markdown(&Catalog::builtin());
+    assert!(md.contains("| `v5e` | TPU v5e |"), "{md}");
+    assert!(md.contains("| 197 | 393 | – | 16 GiB | 819 GB/s | 400 GB/s |"), "{md}");
+    assert!(md.contains("`v5litepod-8` = 2x4 (1)"), "{md}");
+    assert!(md.contains("`v5p-8` = 2x2x1 (1)"), "{md}");
+    assert!(md.contains("| `tpu7x` | 8 | 16 | 32 | 64 | 128 | 256 |"), "{md}");
+    assert!(md.contains("2.70 (medium)"), "{md}");
+}
