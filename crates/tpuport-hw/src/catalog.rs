@@ -217,6 +217,33 @@ impl Catalog {
         self.references.get(tag).map(String::as_str)
     }
 
+    /// The source of `chip`'s `field` with each `[TAG]` followed by its URL, for reports.
+    #[must_use]
+    pub fn cite(&self, chip: &Chip, field: &str) -> Option<String> {
+        let source = chip.source(field)?;
+        let mut out = String::with_capacity(source.len() * 2);
+        let mut rest = source;
+        while let Some(open) = rest.find('[') {
+            let (before, after) = rest.split_at(open);
+            out.push_str(before);
+            match after.find(']').map(|close| (&after[1..close], close)) {
+                Some((tag, close)) if self.references.contains_key(tag) => {
+                    out.push_str(&after[..=close]);
+                    out.push_str(" (");
+                    out.push_str(&self.references[tag]);
+                    out.push(')');
+                    rest = &after[close + 1..];
+                }
+                _ => {
+                    out.push('[');
+                    rest = &after[1..];
+                }
+            }
+        }
+        out.push_str(rest);
+        Some(out)
+    }
+
     /// Every `(tag, URL or citation)` pair.
     pub fn references(&self) -> impl Iterator<Item = (&str, &str)> {
         self.references.iter().map(|(k, v)| (k.as_str(), v.as_str()))

@@ -8,6 +8,9 @@ use crate::error::HwError;
 use crate::reader::Reader;
 use crate::units::Quantity;
 
+/// Fraction of nominal HBM to plan with when no usable figure is known (§14.8).
+pub const HBM_BUDGET_FRACTION: f64 = 0.97;
+
 /// TPU or GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -276,6 +279,14 @@ impl Chip {
     #[must_use]
     pub fn interconnect_bandwidth(&self) -> Option<f64> {
         self.ici_bandwidth.or(self.nvlink_bandwidth)
+    }
+
+    /// HBM a plan may use, bytes: the observed usable figure where the catalog has one (v6e:
+    /// 31.25 GiB of 32), else 97% of nominal, the budget `tpu-hardware.md` §14.8 recommends
+    /// because the runtime reserves some HBM.
+    #[must_use]
+    pub fn hbm_budget(&self) -> Option<f64> {
+        self.hbm_usable.or(self.hbm_capacity.map(|c| c * HBM_BUDGET_FRACTION))
     }
 
     /// The keys of every figure present on this chip; each must have a source.

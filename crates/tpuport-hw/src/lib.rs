@@ -10,6 +10,23 @@
 //! - [`tiling`]: XLA/TPU layout padding ((8,128) tiles, per-dtype row tiles per generation,
 //!   compact small tiles, MXU 128 vs 256) and MXU utilization of a padded matmul.
 //!
+//! ```
+//! use tpuport_hw::{Catalog, padded_bytes};
+//! use tpuport_model::DType;
+//!
+//! let catalog = Catalog::builtin();
+//! let v6e = catalog.chip("trillium")?;
+//! assert_eq!(v6e.mxu_size, Some(256));
+//! assert!(v6e.source("peak.bf16").is_some());
+//!
+//! let slice = catalog.slice("v5p-8")?;
+//! assert_eq!((slice.topology().as_str(), slice.chips, slice.hosts), ("2x2x1", 4, 1));
+//!
+//! // bf16[32,100] pads to [32,128]: 8 KiB.
+//! assert_eq!(padded_bytes(&[32, 100], DType::BF16, v6e)?, 32 * 128 * 2);
+//! # Ok::<(), tpuport_hw::HwError>(())
+//! ```
+//!
 //! Design decisions:
 //! - Figures are written with units in the data file (`"819 GB/s"`) and held in base units
 //!   (bytes, bytes/s, operations/s, watts, USD/h) as `Option<f64>`.
@@ -28,8 +45,8 @@ mod units;
 
 pub use catalog::{BUILTIN_ORIGIN, BUILTIN_TOML, Catalog, MAX_CATALOG_BYTES};
 pub use chip::{
-    Chip, ChipKind, Confidence, Peak, Price, SliceNaming, Tiling, TopologyFamily, VmShape,
-    Wraparound,
+    Chip, ChipKind, Confidence, HBM_BUDGET_FRACTION, Peak, Price, SliceNaming, Tiling,
+    TopologyFamily, VmShape, Wraparound,
 };
 pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
 pub use error::HwError;

@@ -158,14 +158,34 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// Fails on the first key nobody asked for.
+    /// Fails on the first key nobody asked for, suggesting the nearest known one.
     pub(crate) fn finish(self) -> Result<(), HwError> {
-        if let Some(key) = self.table.keys().next() {
-            let known: Vec<_> = self.asked.iter().map(|k| format!("`{k}`")).collect();
-            return Err(
-                self.error(key, format!("unknown field; known fields here: {}", known.join(", ")))
-            );
-        }
-        Ok(())
+        let Some(key) = self.table.keys().next() else { return Ok(()) };
+        let nearest =
+            self.asked.iter().map(|k| (edit_distance(key, k), *k)).min().filter(|(d, _)| *d <= 3);
+        let message = match nearest {
+            Some((_, k)) => format!("unknown field; did you mean `{}`?", self.path(k)),
+            None => {
+                let known: Vec<_> = self.asked.iter().map(|k| format!("`{k}`")).collect();
+                format!("unknown field; known fields here: {}", known.join(", "))
+            }
+        };
+        Err(self.error(key, message))
     }
+}
+
+/// Levenshtein distance, for "did you mean" hints on short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }

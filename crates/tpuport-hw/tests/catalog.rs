@@ -96,6 +96,24 @@ fn figures_match_the_reference() {
 }
 
 #[test]
+fn builtin_text_is_a_complete_catalog() {
+    let cat = Catalog::from_toml_str(tpuport_hw::BUILTIN_TOML, "built-in")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cat.chips().len(), Catalog::builtin().chips().len());
+}
+
+#[test]
+fn citations_expand_tags_and_budgets_follow_the_reference() {
+    let cat = Catalog::builtin();
+    let v5e = cat.chip("v5e").unwrap();
+    let cite = cat.cite(v5e, "peak.bf16").unwrap();
+    assert_eq!(cite, "§1 [G-v5e] (https://docs.cloud.google.com/tpu/docs/v5e)");
+    assert_eq!(cat.cite(v5e, "peak.fp8"), None);
+    assert_eq!(v5e.hbm_budget(), Some(16.0 * GIB * 0.97));
+    assert_eq!(cat.chip("v6e").unwrap().hbm_budget(), Some(31.25 * GIB));
+}
+
+#[test]
 fn aliases_resolve() {
     let cat = Catalog::builtin();
     for (name, id) in [
@@ -181,7 +199,7 @@ fn bad_override_files_name_the_field() {
     let cases = [
         (
             "[[chip]]\nid = \"v5e\"\nhbm_capacty = \"16 GiB\"\n",
-            "chip `v5e`: field `hbm_capacty`: unknown field",
+            "chip `v5e`: field `hbm_capacty`: unknown field; did you mean `hbm_capacity`?",
         ),
         (
             "[[chip]]\nid = \"v5e\"\nprice.on_demand = \"cheap\"\n",
@@ -219,6 +237,11 @@ fn bad_override_files_name_the_field() {
             "field `vm[0].chips`: is required",
         ),
         ("[[chip]]\nid = \"v5e\"\nprice = 3\n", "field `price`: expected a table"),
+        (
+            "[[chip]]\nid = \"v5e\"\npeak.bf17 = 1\n",
+            "field `peak.bf17`: unknown field; did you mean `peak.bf16`?",
+        ),
+        ("[[chip]]\nid = \"v5e\"\nzzzzzzzzzz = 1\n", "known fields here: `id`, `name`"),
         ("chips = []\n", "unknown top-level key `chips`"),
         ("schema = 2\n", "`schema = 2` is not supported"),
         ("[[chip]]\nid = \"v5e\"\nname = \n", "line 3"),
