@@ -458,10 +458,8 @@ impl Chip {
 }
 
 fn read_chip(r: &mut Reader<'_>, id: &str) -> Result<Chip, HwError> {
-    let id = {
-        r.string("id")?;
-        id.to_owned()
-    };
+    r.string("id")?; // already read by the caller; taken so it is not an unknown key
+    let id = id.to_owned();
     let name = r.required_string("name")?;
     let aliases = r.strings("aliases")?;
     let kind = r

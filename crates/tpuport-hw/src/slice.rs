@@ -59,10 +59,7 @@ impl Slice {
         let chips: u32 = dims.iter().product();
         let per_host = chip.chips_per_host.unwrap_or(1).max(1);
         let tensorcores = chip.tensorcores.map(|t| t * chips);
-        let count = match chip.slice_naming {
-            Some(SliceNaming::TensorCores) => tensorcores.unwrap_or(chips),
-            _ => chips,
-        };
+        let count = name_count(chip, chips);
         let prefix = chip.slice_prefixes.first().map_or(chip.id.as_str(), String::as_str);
         let wraps = wraps(chip.wraparound.unwrap_or(Wraparound::Unknown), dims);
         let ici_links = ici_links(dims, wraps.as_deref());
@@ -77,6 +74,14 @@ impl Slice {
             wraps,
             ici_links,
         }
+    }
+}
+
+/// The number an accelerator-type name gives for a slice of `chips` chips.
+fn name_count(chip: &Chip, chips: u32) -> u32 {
+    match (chip.slice_naming, chip.tensorcores) {
+        (Some(SliceNaming::TensorCores), Some(tc)) => chips * tc,
+        _ => chips,
     }
 }
 
@@ -181,15 +186,11 @@ impl Catalog {
                 all.first().map_or(String::new(), |s| s.accelerator_type.clone())
             ))
         })?;
-        if let Some(s) = all.iter().find(|s| {
-            s.accelerator_type.rsplit_once('-').is_some_and(|(_, n)| n == count.to_string())
-        }) {
+        if let Some(s) = all.iter().find(|s| name_count(chip, s.chips) == count) {
             return Ok(s.clone());
         }
-        let counts: Vec<String> = all
-            .iter()
-            .filter_map(|s| s.accelerator_type.rsplit_once('-').map(|(_, n)| n.to_owned()))
-            .collect();
+        let counts: Vec<String> =
+            all.iter().map(|s| name_count(chip, s.chips).to_string()).collect();
         Err(fail(match (chip.slice_naming, chip.tensorcores) {
             (Some(SliceNaming::TensorCores), Some(tc)) => format!(
                 "{} slice names count TensorCores ({tc} per chip, so `{prefix}-8` is {} chips); valid counts are {}",
