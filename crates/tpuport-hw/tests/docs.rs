@@ -40,3 +40,18 @@ fn generated_tables_show_the_figures() {
     assert!(md.contains("| `tpu7x` | 8 | 16 | 32 | 64 | 128 | 256 |"), "{md}");
     assert!(md.contains("2.70 (medium)"), "{md}");
 }
+
+#[test]
+fn the_override_example_in_the_doc_loads() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/hardware.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text.find("```toml\n# my-catalog.toml\n").expect("override example") + 8;
+    let len = text[start..].find("```").unwrap();
+    let cat =
+        Catalog::builtin().with_overrides(&text[start..start + len], "my-catalog.toml").unwrap();
+    let v6e = cat.chip("v6e").unwrap();
+    assert_eq!(v6e.price.on_demand, Some(2.10));
+    assert_eq!(v6e.source("price.on_demand"), Some("contract 2026-03"));
+    assert_eq!(v6e.source("price.commit_1yr"), Some("user catalog `my-catalog.toml`"));
+    assert_eq!(cat.chip("v9x").unwrap().peak.bf16, Some(5000e12));
+}
