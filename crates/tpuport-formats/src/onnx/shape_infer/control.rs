@@ -1,0 +1,118 @@
+//! Ops with bodies: `If` (both branches inferred with the enclosing scope's types) and calls
+//! to model-local functions (the body inferred on a copy, with the call's attributes).
+
+use std::collections::HashMap;
+
+use tpuport_model::{Attr, Dim, Graph, Shape, TensorType, ValueId, ValueKind};
+
+use super::cx::{Fail, NodeCx, Out, Res};
+use super::konst::Const;
+use super::{Engine, find_value};
+
+/// Deepest chain of function calls followed.
+const MAX_CALL_DEPTH: usize = 16;
+
+/// Gives a subgraph's captured values the enclosing graph's types; returns their known values.
+fn seed_outer(sub: &mut Graph, outer: &Graph, consts: &HashMap<ValueId, Const>) -> HashMap<String, Const> {
+    let mut seeds = HashMap::new();
+    for v in sub.values.iter_mut().filter(|v| v.kind == ValueKind::Outer) {
+        if let Some((id, ov)) = find_value(outer, &v.name) {
+            v.ty = ov.ty.clone();
+            if let Some(c) = consts.get(&id) {
+                seeds.insert(v.name.clone(), c.clone());
+            }
+        }
+    }
+    seeds
+}
+
+fn outputs(g: &Graph, consts_of: &HashMap<String, Const>) -> Vec<Out> {
+    g.outputs
+        .iter()
+        .map(|id| {
+            let v = g.value(*id);
+            Out { ty: v.ty.clone(), value: consts_of.get(&v.name).cloned() }
+        })
+        .collect()
+}
+
+/// The common type of two branch outputs: equal parts kept, differing dims unknown.
+fn join(a: &TensorType, b: &TensorType) -> TensorType {
+    let shape = match (&a.shape, &b.shape) {
+        (Some(x), Some(y)) if x.rank() == y.rank() => {
+            Some(Shape(x.0.iter().zip(&y.0).map(|(p, q)| if p == q { p.clone() } else { Dim::unknown() }).collect()))
+        }
+        _ => None,
+    };
+    TensorType { dtype: a.dtype.or(b.dtype), shape }
+}
+
+impl Engine<'_> {
+    /// `If`: infer both branches; a known condition picks one.
+    pub(crate) fn if_(
+        &mut self,
+        g: &Graph,
+        cx: &NodeCx<'_>,
+        consts: &HashMap<ValueId, Const>,
+        subs: &mut [(String, Graph)],
+    ) -> Res<Vec<Out>> {
+        let mut branch_outs: HashMap<String, Vec<Out>> = HashMap::new();
+        for (name, sub) in subs.iter_mut() {
+            let seeds = seed_outer(sub, g, consts);
+            self.graph(sub, &seeds, true);
+            branch_outs.insert(name.clone(), outputs(sub, &HashMap::new()));
+        }
+        let (Some(then), Some(els)) = (branch_outs.get("then_branch"), branch_outs.get("else_branch")) else {
+            return Err(Fail::Invalid("If without both branches".to_owned()));
+        };
+        if let Some(c) = cx.value(0) {
+            return Ok(if c.i(0) != 0 { then.clone() } else { els.clone() });
+        }
+        Ok(then.iter().zip(els).map(|(a, b)| Out { ty: join(&a.ty, &b.ty), value: None }).collect())
+    }
+
+    /// A call to a model-local function: infer a copy of the body with the call's input types.
+    pub(crate) fn call(&mut self, f: &Graph, cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(Fail::Invalid(format!("function calls nest deeper than {MAX_CALL_DEPTH}")));
+        }
+        let mut body = f.clone();
+        let mut seeds = HashMap::new();
+        for (k, id) in f.inputs.iter().enumerate() {
+            if let Some(t) = cx.types.get(k).copied().flatten() {
+                body.value_mut(*id).ty = t.clone();
+            }
+            if let Some(c) = cx.value(k) {
+                seeds.insert(f.value(*id).name.clone(), c.clone());
+            }
+        }
+        substitute_attrs(&mut body, &cx.node.attrs, &f.attrs);
+        self.depth += 1;
+        self.graph(&mut body, &seeds, false);
+        self.depth -= 1;
+        Ok(outputs(&body, &HashMap::new()))
+    }
+}
+
+/// Replaces `@name` attribute references in a function body by the caller's attribute, or the
+/// function's default; references to neither are dropped.
+fn substitute_attrs(g: &mut Graph, call: &[(String, Attr)], defaults: &[(String, Attr)]) {
+    for n in &mut g.nodes {
+        let attrs = std::mem::take(&mut n.attrs);
+        for (k, v) in attrs {
+            match &v {
+                Attr::Text(t) if t.starts_with('@') => {
+                    let r = &t[1..];
+                    let found = call.iter().chain(defaults).find(|(name, _)| name == r).map(|(_, a)| a.clone());
+                    if let Some(a) = found {
+                        n.attrs.push((k, a));
+                    }
+                }
+                _ => n.attrs.push((k, v)),
+            }
+        }
+        for (_, sg) in &mut n.subgraphs {
+            substitute_attrs(sg, call, defaults);
+        }
+    }
+}

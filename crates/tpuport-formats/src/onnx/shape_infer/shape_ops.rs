@@ -1,0 +1,217 @@
+//! Ops that compute or change shapes: `Shape`, `Size`, `Reshape`, `Flatten`, `Unsqueeze`,
+//! `Squeeze`, `Expand`, `Tile`, `ConstantOfShape`, `Range`, with folding of their values.
+
+use tpuport_model::{DType, Dim, Shape};
+
+use super::cx::{Fail, NodeCx, Out, Res, axis, broadcast, known_product, to_u64};
+use super::elementwise::bcast_index;
+use super::konst::{Const, Data, FOLD_MAX};
+
+fn dims_i64(s: &Shape) -> Option<Vec<i64>> {
+    s.as_fixed().map(|v| v.into_iter().map(u64::cast_signed).collect())
+}
+
+/// `Shape` (with opset-15 `start` / `end`).
+pub(crate) fn shape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let s = cx.shape(0)?;
+    let r = i64::try_from(s.rank()).unwrap_or(0);
+    let clamp = |v: i64| usize::try_from(if v < 0 { v + r } else { v }.clamp(0, r)).unwrap_or(0);
+    let (a, b) = (clamp(cx.int("start", 0)), clamp(cx.int("end", r)));
+    let part = Shape(s.0[a..b.max(a)].to_vec());
+    let n = part.rank() as u64;
+    let mut out = Out::new(Some(DType::I64), Shape::fixed(&[n]));
+    if let Some(v) = dims_i64(&part) {
+        out.value = Some(Const::i64_vec(v));
+    }
+    Ok(vec![out])
+}
+
+/// `Size`.
+pub(crate) fn size(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let s = cx.shape(0)?;
+    let mut out = Out::new(Some(DType::I64), Shape::scalar());
+    if let Some(n) = known_product(&s.0) {
+        out.value = Some(Const::ints(DType::I64, vec![], vec![n.cast_signed()]));
+    }
+    Ok(vec![out])
+}
+
+/// Keeps `v`'s data under a new shape.
+fn reshaped(v: Option<&Const>, shape: &Shape) -> Option<Const> {
+    let dims = shape.as_fixed()?;
+    let v = v?;
+    (dims.iter().product::<u64>() == v.len() as u64).then(|| Const { shape: dims, ..v.clone() })
+}
+
+/// `Reshape`: `0` copies the input dim (unless `allowzero`), `-1` takes what remains.
+pub(crate) fn reshape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let target = match cx.ints("shape") {
+        Some(v) => v,
+        None => match cx.value(1) {
+            Some(v) => v.as_i64(),
+            None => {
+                // Rank is known from the shape input's length even when its values are not.
+                let r = cx.shape(1)?.as_fixed().and_then(|v| v.first().copied()).ok_or(Fail::NeedsValue(1))?;
+                let dims = (0..r).map(|_| Dim::unknown()).collect();
+                return Ok(vec![Out::new(cx.dtype(0), Shape(dims))]);
+            }
+        },
+    };
+    let allowzero = cx.int("allowzero", 0) != 0;
+    let mut dims = Vec::with_capacity(target.len());
+    let mut infer_at = None;
+    for (i, &t) in target.iter().enumerate() {
+        dims.push(match t {
+            0 if !allowzero => x.0.get(i).cloned().ok_or_else(|| Fail::Invalid(format!("0 at position {i} past input rank")))?,
+            -1 => {
+                if infer_at.replace(i).is_some() {
+                    return Err(Fail::Invalid("more than one -1 in shape".to_owned()));
+                }
+                Dim::unknown()
+            }
+            t => Dim::Known(to_u64(t)?),
+        });
+    }
+    if let Some(i) = infer_at {
+        let others: Vec<Dim> = dims.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, d)| d.clone()).collect();
+        if let (Some(total), Some(rest)) = (known_product(&x.0), known_product(&others)) {
+            if rest == 0 || total % rest != 0 {
+                return Err(Fail::Invalid(format!("cannot reshape {x} to {target:?}")));
+            }
+            dims[i] = Dim::Known(total / rest);
+        }
+    }
+    let s = Shape(dims);
+    if let (Some(a), Some(b)) = (known_product(&x.0), known_product(&s.0)) {
+        if a != b {
+            return Err(Fail::Invalid(format!("cannot reshape {x} ({a} elements) to {s} ({b})")));
+        }
+    }
+    let value = reshaped(cx.value(0), &s);
+    Ok(vec![Out { value, ..Out::new(cx.dtype(0), s) }])
+}
+
+/// `Flatten`.
+pub(crate) fn flatten(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let r = x.rank();
+    let a = if cx.int("axis", 1) == i64::try_from(r).unwrap_or(-1) { r } else { axis(cx.int("axis", 1), r)? };
+    let prod = |d: &[Dim]| known_product(d).map_or_else(Dim::unknown, Dim::Known);
+    let s = Shape(vec![prod(&x.0[..a]), prod(&x.0[a..])]);
+    let value = reshaped(cx.value(0), &s);
+    Ok(vec![Out { value, ..Out::new(cx.dtype(0), s) }])
+}
+
+/// `Unsqueeze` (axes attribute before opset 13, input after).
+pub(crate) fn unsqueeze(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let axes = cx.ints_attr_or_input("axes", 1)?.ok_or_else(|| Fail::Invalid("no axes".to_owned()))?;
+    let r = x.rank() + axes.len();
+    let mut norm: Vec<usize> = axes.iter().map(|a| axis(*a, r)).collect::<Res<_>>()?;
+    norm.sort_unstable();
+    let mut src = x.0.iter();
+    let dims = (0..r).map(|i| if norm.contains(&i) { Dim::Known(1) } else { src.next().cloned().unwrap_or(Dim::Known(1)) }).collect();
+    let s = Shape(dims);
+    let value = reshaped(cx.value(0), &s);
+    Ok(vec![Out { value, ..Out::new(cx.dtype(0), s) }])
+}
+
+/// `Squeeze` (axes attribute before opset 13, input after; no axes: every size-1 dim).
+pub(crate) fn squeeze(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let dims: Vec<Dim> = match cx.ints_attr_or_input("axes", 1)? {
+        Some(axes) => {
+            let norm: Vec<usize> = axes.iter().map(|a| axis(*a, x.rank())).collect::<Res<_>>()?;
+            x.0.iter().enumerate().filter(|(i, _)| !norm.contains(i)).map(|(_, d)| d.clone()).collect()
+        }
+        None => {
+            if !x.is_static() {
+                return Err(Fail::NeedsValue(0));
+            }
+            x.0.iter().filter(|d| **d != Dim::Known(1)).cloned().collect()
+        }
+    };
+    let s = Shape(dims);
+    let value = reshaped(cx.value(0), &s);
+    Ok(vec![Out { value, ..Out::new(cx.dtype(0), s) }])
+}
+
+/// `Expand`: broadcast of the input against the shape input.
+pub(crate) fn expand(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let target = cx.need(1)?.as_i64();
+    let t = Shape(target.iter().map(|&d| to_u64(d).map(Dim::Known)).collect::<Res<_>>()?);
+    let s = broadcast(&[x, &t])?;
+    let mut out = Out::new(cx.dtype(0), s.clone());
+    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed()) {
+        if dims.iter().product::<u64>() <= FOLD_MAX {
+            let idx = bcast_index(&dims, &v.shape);
+            out.value = Some(v.gather_flat(dims, &idx));
+        }
+    }
+    Ok(vec![out])
+}
+
+/// `Tile`.
+pub(crate) fn tile(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let reps = cx.need(1)?.as_i64();
+    if reps.len() != x.rank() {
+        return Err(Fail::Invalid(format!("{} repeats for rank {}", reps.len(), x.rank())));
+    }
+    let dims = x
+        .0
+        .iter()
+        .zip(&reps)
+        .map(|(d, r)| Ok(super::cx::map_dim(d, |n| n.checked_mul(to_u64(*r).ok()?))))
+        .collect::<Res<_>>()?;
+    Ok(vec![Out::new(cx.dtype(0), Shape(dims))])
+}
+
+/// `ConstantOfShape`: dtype and fill value from the `value` attribute (default f32 zero).
+pub(crate) fn constant_of_shape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let dims: Vec<u64> = cx.need(0)?.as_i64().into_iter().map(to_u64).collect::<Res<_>>()?;
+    let fill = cx.tensor_attr("value");
+    let dtype = match cx.node.attr("value") {
+        Some(tpuport_model::Attr::Weight(id)) => cx.weights.get(*id).dtype,
+        _ => DType::F32,
+    };
+    let mut out = Out::new(Some(dtype), Shape::fixed(&dims));
+    let n = dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d));
+    if let Some(n) = n.filter(|n| *n <= FOLD_MAX) {
+        let n = usize::try_from(n).unwrap_or(0);
+        let data = match fill.as_ref().map(|f| &f.data) {
+            Some(Data::I(v)) => Data::I(vec![v.first().copied().unwrap_or(0); n]),
+            Some(Data::F(v)) => Data::F(vec![v.first().copied().unwrap_or(0.0); n]),
+            None if dtype.is_float() => Data::F(vec![0.0; n]),
+            None => Data::I(vec![0; n]),
+        };
+        out.value = Some(Const { dtype, shape: dims, data });
+    }
+    Ok(vec![out])
+}
+
+/// `Range(start, limit, delta)`.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "element count of a small range")]
+pub(crate) fn range(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let dtype = cx.dtype(0);
+    let (Some(s), Some(l), Some(d)) = (cx.value(0), cx.value(1), cx.value(2)) else {
+        return Ok(vec![Out::new(dtype, Shape(vec![Dim::unknown()]))]);
+    };
+    let (s, l, d) = (s.f(0), l.f(0), d.f(0));
+    if d == 0.0 {
+        return Err(Fail::Invalid("Range with delta 0".to_owned()));
+    }
+    let n = ((l - s) / d).ceil().max(0.0);
+    if !n.is_finite() || n > 1e15 {
+        return Err(Fail::Invalid("Range too long".to_owned()));
+    }
+    let n = n as u64;
+    let mut out = Out::new(dtype, Shape::fixed(&[n]));
+    if n <= FOLD_MAX {
+        let vals: Vec<f64> = (0..n).map(|i| s + d * i as f64).collect();
+        out.value = Some(Const::from_f64(dtype.unwrap_or(DType::I64), vec![n], vals));
+    }
+    Ok(vec![out])
+}
