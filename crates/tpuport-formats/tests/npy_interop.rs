@@ -113,7 +113,8 @@ fn reads_what_numpy_writes() {
     };
     let mut by_name = std::collections::HashMap::new();
     for (k, v) in manifest.as_object().unwrap() {
-        let shape: Vec<u64> = v[0].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        let shape: Vec<u64> =
+            v[0].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
         let h = v[1].as_u64().unwrap();
         let p = d.path().join(format!("{k}.npy"));
         let t = read_npy(&p).unwrap();
@@ -126,7 +127,10 @@ fn reads_what_numpy_writes() {
         assert_eq!(fnv(&w.bytes().unwrap()), h, "{k} via importer");
         by_name.insert(k.clone(), h);
     }
-    for (file, keys) in [("plain.npz", vec!["f4", "i8", "bf16", "b1"]), ("comp.npz", vec!["f4", "i8", "bf16", "fortran"])] {
+    for (file, keys) in [
+        ("plain.npz", vec!["f4", "i8", "bf16", "b1"]),
+        ("comp.npz", vec!["f4", "i8", "bf16", "fortran"]),
+    ] {
         let p = d.path().join(file);
         let arrays = read_npz(&p).unwrap();
         let names: Vec<&str> = arrays.iter().map(|(n, _)| n.as_str()).collect();
@@ -136,7 +140,11 @@ fn reads_what_numpy_writes() {
         }
         let m = tpuport_formats::open(&p, &ImportOptions::default()).unwrap();
         for (n, _) in &arrays {
-            assert_eq!(fnv(&m.weights.by_name(n).unwrap().bytes().unwrap()), by_name[n], "{file}:{n} via importer");
+            assert_eq!(
+                fnv(&m.weights.by_name(n).unwrap().bytes().unwrap()),
+                by_name[n],
+                "{file}:{n} via importer"
+            );
         }
     }
 }
@@ -192,7 +200,9 @@ fn numpy_reads_what_tpuport_writes() {
     for (dt, npname, shape) in cases {
         let n: u64 = shape.iter().product();
         let len = usize::try_from(dt.storage_bytes(n).unwrap()).unwrap();
-        let data: Vec<u8> = (0..len).map(|i| u8::try_from(i * 13 % 97).unwrap() & if dt == DType::Bool { 1 } else { 0x7f }).collect();
+        let data: Vec<u8> = (0..len)
+            .map(|i| u8::try_from(i * 13 % 97).unwrap() & if dt == DType::Bool { 1 } else { 0x7f })
+            .collect();
         let t = HostTensor::new(dt, shape.clone(), data).unwrap();
         let name = format!("t_{npname}");
         write_npy(&d.path().join(format!("{name}.npy")), &t).unwrap();
@@ -201,7 +211,8 @@ fn numpy_reads_what_tpuport_writes() {
     }
     write_npz(&d.path().join("all.npz"), &all, false).unwrap();
     write_npz(&d.path().join("allc.npz"), &all, true).unwrap();
-    std::fs::write(d.path().join("want.json"), serde_json::Value::Object(want).to_string()).unwrap();
+    std::fs::write(d.path().join("want.json"), serde_json::Value::Object(want).to_string())
+        .unwrap();
     let out = run_py(&format!("{PY_FNV}{READ_BACK}"), &[d.path()]);
     assert_eq!(out.trim(), "ok 17");
 }

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use tpuport_formats::npy::{self, NpyImporter, read_npy, read_npz, read_npz_with, write_npy, write_npz};
+use tpuport_formats::npy::{
+    self, NpyImporter, read_npy, read_npz, read_npz_with, write_npy, write_npz,
+};
 use tpuport_formats::{FormatError, ImportOptions, Importer, Limits};
 use tpuport_model::{DType, HostTensor, ModelFormat, WeightData};
 
@@ -55,7 +57,11 @@ fn npy_round_trip_every_dtype() {
     }
     for dt in NPY_DTYPES.iter().copied().chain(DType::ALL) {
         if !NPY_DTYPES.contains(&dt) {
-            let t = HostTensor::new(dt, vec![2], vec![0; usize::try_from(dt.storage_bytes(2).unwrap_or(0)).unwrap()]);
+            let t = HostTensor::new(
+                dt,
+                vec![2],
+                vec![0; usize::try_from(dt.storage_bytes(2).unwrap_or(0)).unwrap()],
+            );
             if let Ok(t) = t {
                 let e = write_npy(&d.path().join("x.npy"), &t).unwrap_err();
                 assert!(matches!(e, FormatError::Unsupported { .. }), "{dt}: {e}");
@@ -114,19 +120,34 @@ fn npy_file(dir: &Path, name: &str, header: &str, data: &[u8]) -> std::path::Pat
 fn big_endian_and_fortran_are_converted() {
     let d = tempfile::tempdir().unwrap();
     let be: Vec<u8> = [1.5f32, -2.0, 3.25].iter().flat_map(|v| v.to_be_bytes()).collect();
-    let p = npy_file(d.path(), "be.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }\n", &be);
+    let p = npy_file(
+        d.path(),
+        "be.npy",
+        "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }\n",
+        &be,
+    );
     let t = read_npy(&p).unwrap();
     assert_eq!(t.to_f64().unwrap(), vec![1.5, -2.0, 3.25]);
     let m = tpuport_formats::open(&p, &ImportOptions::default()).unwrap();
     assert_eq!(m.weights.by_name("be").unwrap().bytes().unwrap().as_ref(), t.data());
     // complex big-endian swaps each part
     let c: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|v| v.to_be_bytes()).collect();
-    let p = npy_file(d.path(), "c.npy", "{'descr': '>c8', 'fortran_order': False, 'shape': (1,), }\n", &c);
+    let p = npy_file(
+        d.path(),
+        "c.npy",
+        "{'descr': '>c8', 'fortran_order': False, 'shape': (1,), }\n",
+        &c,
+    );
     let want: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(read_npy(&p).unwrap().data(), &want[..]);
     // Fortran order [[0,1,2],[3,4,5]] is stored column-major 0 3 1 4 2 5
     let f: Vec<u8> = [0i16, 3, 1, 4, 2, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
-    let p = npy_file(d.path(), "f.npy", "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }\n", &f);
+    let p = npy_file(
+        d.path(),
+        "f.npy",
+        "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }\n",
+        &f,
+    );
     let t = read_npy(&p).unwrap();
     assert_eq!(t.to_f64().unwrap(), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
 }
@@ -135,14 +156,38 @@ fn big_endian_and_fortran_are_converted() {
 fn hostile_and_truncated_npy() {
     let d = tempfile::tempdir().unwrap();
     let cases: &[(&str, &[u8], &str)] = &[
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", &[0; 20], "data is 20 bytes but dtype f32 and shape [2, 3] need 24 (truncated)"),
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", &[0; 12], "data is 12 bytes"),
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }\n", &[], "overflows"),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n",
+            &[0; 20],
+            "data is 20 bytes but dtype f32 and shape [2, 3] need 24 (truncated)",
+        ),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n",
+            &[0; 12],
+            "data is 12 bytes",
+        ),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }\n",
+            &[],
+            "overflows",
+        ),
         ("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }\n", &[], "negative dimension"),
-        ("{'descr': '<U4', 'fortran_order': False, 'shape': (1,), }\n", &[0; 16], "unsupported descr '<U4'"),
-        ("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }\n", &[0; 8], "unsupported descr"),
+        (
+            "{'descr': '<U4', 'fortran_order': False, 'shape': (1,), }\n",
+            &[0; 16],
+            "unsupported descr '<U4'",
+        ),
+        (
+            "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }\n",
+            &[0; 8],
+            "unsupported descr",
+        ),
         ("{'descr': '<V1', 'fortran_order': False, 'shape': (1,), }\n", &[0; 1], "ambiguous"),
-        ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n", &[0; 4], "structured"),
+        (
+            "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n",
+            &[0; 4],
+            "structured",
+        ),
         ("{'descr': '<f4', 'shape': (1,) 'x': 1}\n", &[0; 4], "missing ','"),
         ("not a dict at all\n", &[], "unexpected text"),
     ];
@@ -156,7 +201,9 @@ fn hostile_and_truncated_npy() {
     // header length past EOF
     let p = d.path().join("eof.npy");
     std::fs::write(&p, b"\x93NUMPY\x01\x00\xff\x7f{'descr'").unwrap();
-    assert!(read_npy(&p).unwrap_err().to_string().contains("header length 32767 exceeds file size"));
+    assert!(
+        read_npy(&p).unwrap_err().to_string().contains("header length 32767 exceeds file size")
+    );
     std::fs::write(&p, b"\x93NUM").unwrap();
     assert!(read_npy(&p).is_err());
 }
@@ -173,9 +220,13 @@ fn writes_are_atomic() {
     assert!(write_npy(&p, &bad).is_err());
     assert_eq!(std::fs::read(&p).unwrap(), before);
     // a missing folder fails cleanly
-    assert!(matches!(write_npy(&d.path().join("no/such/dir/x.npy"), &good), Err(FormatError::Io { .. })));
+    assert!(matches!(
+        write_npy(&d.path().join("no/such/dir/x.npy"), &good),
+        Err(FormatError::Io { .. })
+    ));
     // no temporary files left behind
-    let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> =
+        std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
 

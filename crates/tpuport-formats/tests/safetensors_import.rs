@@ -31,7 +31,8 @@ fn err(p: &Path) -> String {
 #[test]
 fn reads_tensors_metadata_and_maps_bytes() {
     let d = tempfile::tempdir().unwrap();
-    let mut data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut data: Vec<u8> =
+        [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
     data.extend_from_slice(&[0x80, 0x3f, 0x00, 0x40]); // bf16 1.0, 2.0
     let h = r#"{"__metadata__":{"format":"pt","note":"x"},"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]}}   "#;
     let p = write(d.path(), "m.safetensors", &st_bytes(h, &data));
@@ -73,7 +74,8 @@ fn every_safetensors_dtype_maps() {
     ];
     let d = tempfile::tempdir().unwrap();
     for (name, dt, size) in cases {
-        let h = format!(r#"{{"t":{{"dtype":"{name}","shape":[3],"data_offsets":[0,{}]}}}}"#, 3 * size);
+        let h =
+            format!(r#"{{"t":{{"dtype":"{name}","shape":[3],"data_offsets":[0,{}]}}}}"#, 3 * size);
         let p = write(d.path(), "t.safetensors", &st_bytes(&h, &vec![0u8; 3 * size]));
         let m = import(&p).unwrap();
         assert_eq!(m.weights.by_name("t").unwrap().dtype, dt, "{name}");
@@ -128,13 +130,33 @@ fn malformed_headers_name_the_problem() {
     let cases: &[(&str, usize, &str)] = &[
         (r#"{"a": "#, 0, "not valid JSON"),
         (r#"[1,2]"#, 0, "not valid JSON"),
-        (r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}}"#, 8, "data_offsets [8, 4] are out of order"),
-        (r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#, 12, "overlap"),
-        (r#"{"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}}"#, 20, "need 24 bytes but data_offsets [0, 20] span 20"),
-        (r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}}"#, 4, "more elements than fit in 64 bits"),
+        (
+            r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}}"#,
+            8,
+            "data_offsets [8, 4] are out of order",
+        ),
+        (
+            r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#,
+            12,
+            "overlap",
+        ),
+        (
+            r#"{"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}}"#,
+            20,
+            "need 24 bytes but data_offsets [0, 20] span 20",
+        ),
+        (
+            r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}}"#,
+            4,
+            "more elements than fit in 64 bits",
+        ),
         (r#"{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}"#, 4, "tensor `a`"),
         (r#"{"a":{"dtype":"F32","shape":[1]}}"#, 4, "missing field `data_offsets`"),
-        (r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#, 2, "appears twice"),
+        (
+            r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#,
+            2,
+            "appears twice",
+        ),
         (r#"{"__metadata__":{"format":3}}"#, 0, "__metadata__"),
     ];
     for (h, n, want) in cases {
@@ -153,7 +175,11 @@ fn unused_bytes_are_a_warning() {
     let m = import(&p).unwrap();
     assert_eq!(&*m.weights.by_name("a").unwrap().bytes().unwrap(), &[1, 2]);
     assert_eq!(m.weights.by_name("z").unwrap().elements(), 0);
-    assert!(m.notes.iter().any(|n| n.code == "safetensors-gap" && n.message.contains("3 bytes")), "{:?}", m.notes);
+    assert!(
+        m.notes.iter().any(|n| n.code == "safetensors-gap" && n.message.contains("3 bytes")),
+        "{:?}",
+        m.notes
+    );
 }
 
 fn shard(dir: &Path, name: &str, tensors: &[(&str, u8)]) {
@@ -162,7 +188,8 @@ fn shard(dir: &Path, name: &str, tensors: &[(&str, u8)]) {
     for (t, v) in tensors {
         let b = data.len();
         data.extend_from_slice(&[*v; 4]);
-        entries.push(format!(r#""{t}":{{"dtype":"F32","shape":[1],"data_offsets":[{b},{}]}}"#, b + 4));
+        entries
+            .push(format!(r#""{t}":{{"dtype":"F32","shape":[1],"data_offsets":[{b},{}]}}"#, b + 4));
     }
     let h = format!(r#"{{"__metadata__":{{"format":"pt"}},{}}}"#, entries.join(","));
     write(dir, name, &st_bytes(&h, &data));
@@ -181,7 +208,11 @@ fn sharded_index_and_folder() {
     shard(d.path(), "model-00002-of-00002.safetensors", &[("c", 3)]);
     let p = index(
         d.path(),
-        &[("a", "model-00001-of-00002.safetensors"), ("b", "model-00001-of-00002.safetensors"), ("c", "model-00002-of-00002.safetensors")],
+        &[
+            ("a", "model-00001-of-00002.safetensors"),
+            ("b", "model-00001-of-00002.safetensors"),
+            ("c", "model-00002-of-00002.safetensors"),
+        ],
         12,
     );
     let imp = safetensors::SafetensorsImporter;
@@ -195,18 +226,41 @@ fn sharded_index_and_folder() {
         assert!(m.notes.is_empty(), "{:?}", m.notes);
     }
     // wrong total_size -> warning
-    let p = index(d.path(), &[("a", "model-00001-of-00002.safetensors"), ("b", "model-00001-of-00002.safetensors"), ("c", "model-00002-of-00002.safetensors")], 99);
+    let p = index(
+        d.path(),
+        &[
+            ("a", "model-00001-of-00002.safetensors"),
+            ("b", "model-00001-of-00002.safetensors"),
+            ("c", "model-00002-of-00002.safetensors"),
+        ],
+        99,
+    );
     let m = import(&p).unwrap();
     assert!(m.notes.iter().any(|n| n.code == "index-total-size"));
     // tensor in a shard but not in the map -> warning, still imported
-    let p = index(d.path(), &[("a", "model-00001-of-00002.safetensors"), ("c", "model-00002-of-00002.safetensors")], 12);
+    let p = index(
+        d.path(),
+        &[("a", "model-00001-of-00002.safetensors"), ("c", "model-00002-of-00002.safetensors")],
+        12,
+    );
     let m = import(&p).unwrap();
     assert!(m.weights.by_name("b").is_some());
-    assert!(m.notes.iter().any(|n| n.code == "shard-unlisted-tensor" && n.level == NoteLevel::Warning));
+    assert!(
+        m.notes.iter().any(|n| n.code == "shard-unlisted-tensor" && n.level == NoteLevel::Warning)
+    );
     // mapped tensor missing from its shard -> error
-    let p = index(d.path(), &[("a", "model-00001-of-00002.safetensors"), ("zz", "model-00002-of-00002.safetensors")], 12);
+    let p = index(
+        d.path(),
+        &[("a", "model-00001-of-00002.safetensors"), ("zz", "model-00002-of-00002.safetensors")],
+        12,
+    );
     let e = err(&p);
-    assert!(e.contains("puts `zz` in model-00002-of-00002.safetensors, but that shard does not hold it"), "{e}");
+    assert!(
+        e.contains(
+            "puts `zz` in model-00002-of-00002.safetensors, but that shard does not hold it"
+        ),
+        "{e}"
+    );
     // missing shard file
     let p = index(d.path(), &[("a", "model-00009.safetensors")], 4);
     assert!(err(&p).contains("does not exist"));

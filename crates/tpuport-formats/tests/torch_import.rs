@@ -39,7 +39,15 @@ impl Pk {
         self.op(b"t")
     }
     /// `_rebuild_tensor_v2(persid('storage', torch.<st>, key, 'cpu', numel), offset, shape, stride, False, OrderedDict())`
-    fn tensor(&mut self, st: &str, key: &str, numel: u32, offset: u32, shape: &[u32], stride: &[u32]) -> &mut Pk {
+    fn tensor(
+        &mut self,
+        st: &str,
+        key: &str,
+        numel: u32,
+        offset: u32,
+        shape: &[u32],
+        stride: &[u32],
+    ) -> &mut Pk {
         self.global("torch._utils", "_rebuild_tensor_v2").op(b"(");
         self.op(b"(").s("storage").global("torch", st).s(key).s("cpu").int(numel).op(b"tQ");
         self.int(offset).ints(shape).ints(stride).op(b"\x89");
@@ -142,7 +150,9 @@ fn os_system_reduce_is_refused_with_its_name() {
     assert_eq!(flagged.len(), 1);
     assert_eq!(flagged[0].qualified(), "os.system");
     assert_eq!(flagged[0].class, GlobalClass::Dangerous);
-    assert!(rep.notes.iter().any(|n| n.level == NoteLevel::Security && n.code == "pickle-global" && n.message.contains("os.system")));
+    assert!(rep.notes.iter().any(|n| n.level == NoteLevel::Security
+        && n.code == "pickle-global"
+        && n.message.contains("os.system")));
 }
 
 #[test]
@@ -207,11 +217,17 @@ fn unsafe_global_wins_over_a_later_parse_error() {
 fn zip_bomb_declared_size_over_the_limit() {
     let d = tempfile::tempdir().unwrap();
     let zeros = vec![0u8; 200_000];
-    let z = zip_bytes(&[("archive/data.pkl", &zeros, false), ("archive/byteorder", b"little", true)]);
+    let z =
+        zip_bytes(&[("archive/data.pkl", &zeros, false), ("archive/byteorder", b"little", true)]);
     let p = write(d.path(), "bomb.pt", &z);
     let lim = Limits { max_inflated_bytes: 100_000, ..Limits::default() };
     let msg = import(&p, &lim).unwrap_err().to_string();
-    assert!(msg.contains("declares 200000 bytes uncompressed, over the remaining inflation limit of 100000 bytes"), "{msg}");
+    assert!(
+        msg.contains(
+            "declares 200000 bytes uncompressed, over the remaining inflation limit of 100000 bytes"
+        ),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -266,7 +282,9 @@ fn truncated_and_inconsistent_checkpoints() {
     // a zip without data.pkl
     let z = zip_bytes(&[("x/other.txt", b"hi", true)]);
     let p = write(d.path(), "nopkl.pt", &z);
-    assert!(import(&p, &Limits::default()).unwrap_err().to_string().contains("no <prefix>/data.pkl"));
+    assert!(
+        import(&p, &Limits::default()).unwrap_err().to_string().contains("no <prefix>/data.pkl")
+    );
 }
 
 #[test]

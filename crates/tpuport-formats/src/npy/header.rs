@@ -46,9 +46,10 @@ pub(crate) fn parse(b: &[u8]) -> Result<NpyHeader, String> {
         }
         _ => return Err(format!("unsupported .npy format version {major}.{minor}")),
     };
-    let end = start.checked_add(len).filter(|&e| e <= b.len()).ok_or_else(|| {
-        format!("header length {len} exceeds file size {}", b.len())
-    })?;
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= b.len())
+        .ok_or_else(|| format!("header length {len} exceeds file size {}", b.len()))?;
     let text = std::str::from_utf8(&b[start..end]).map_err(|_| "header is not UTF-8".to_owned())?;
     let dict = match Lit::parse(text)? {
         Lit::Dict(d) => d,

@@ -95,7 +95,8 @@ fn weight(
     budget: &mut u64,
 ) -> Result<Weight, FormatError> {
     let data = &npy[h.data_start..];
-    check_len(h, data.len() as u64).map_err(|e| FormatError::invalid(path, format!("{name}: {e}")))?;
+    check_len(h, data.len() as u64)
+        .map_err(|e| FormatError::invalid(path, format!("{name}: {e}")))?;
     let wd = if !h.big_endian && !h.fortran {
         WeightData::Mapped {
             map: map.clone(),
@@ -215,7 +216,9 @@ pub(crate) fn write_atomic(
         let tmp = dir.join(format!(".{base}.tmp-{}-{attempt}", std::process::id()));
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                attempt += 1
+            }
             Err(e) => return Err(FormatError::io(path, e)),
         }
     };

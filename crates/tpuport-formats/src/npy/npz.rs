@@ -31,7 +31,10 @@ pub fn read_npz(path: &Path) -> Result<Vec<(String, HostTensor)>, FormatError> {
 ///
 /// # Errors
 /// As [`read_npz`].
-pub fn read_npz_with(path: &Path, limits: &Limits) -> Result<Vec<(String, HostTensor)>, FormatError> {
+pub fn read_npz_with(
+    path: &Path,
+    limits: &Limits,
+) -> Result<Vec<(String, HostTensor)>, FormatError> {
     let mut ar = Archive::open(path, limits)?;
     let names: Vec<String> =
         ar.members().iter().filter(|m| m.name.ends_with(".npy")).map(|m| m.name.clone()).collect();
@@ -49,7 +52,11 @@ pub fn read_npz_with(path: &Path, limits: &Limits) -> Result<Vec<(String, HostTe
 /// # Errors
 /// [`FormatError::Unsupported`] for a dtype `.npy` cannot hold, [`FormatError::Invalid`] for a
 /// duplicate name, [`FormatError::Io`] when writing fails (the target is then untouched).
-pub fn write_npz(path: &Path, arrays: &[(String, HostTensor)], compress: bool) -> Result<(), FormatError> {
+pub fn write_npz(
+    path: &Path,
+    arrays: &[(String, HostTensor)],
+    compress: bool,
+) -> Result<(), FormatError> {
     let mut images = Vec::with_capacity(arrays.len());
     for (i, (name, t)) in arrays.iter().enumerate() {
         if arrays[..i].iter().any(|(n, _)| n == name) {
@@ -80,12 +87,19 @@ pub(super) fn import(path: &Path, map: Arc<Mmap>, limits: &Limits) -> Result<Mod
     model.metadata.producer = Some("numpy".to_owned());
     let members = ar.members().to_vec();
     if members.iter().any(|m| m.name.ends_with("data.pkl")) {
-        return Err(FormatError::invalid(path, "zip holds data.pkl: a torch checkpoint, not an .npz"));
+        return Err(FormatError::invalid(
+            path,
+            "zip holds data.pkl: a torch checkpoint, not an .npz",
+        ));
     }
     let mut budget = limits.max_inflated_bytes;
     for m in &members {
         if !m.name.ends_with(".npy") {
-            model.note(NoteLevel::Warning, "npz-member", format!("member {} is not an .npy; skipped", m.name));
+            model.note(
+                NoteLevel::Warning,
+                "npz-member",
+                format!("member {} is not an .npy; skipped", m.name),
+            );
             continue;
         }
         let name = array_name(&m.name).to_owned();
@@ -93,12 +107,14 @@ pub(super) fn import(path: &Path, map: Arc<Mmap>, limits: &Limits) -> Result<Mod
             Some((s, e)) => {
                 let (s, e) = (usize::try_from(s).unwrap_or(0), usize::try_from(e).unwrap_or(0));
                 let img = &map[s..e];
-                let h = header::parse(img).map_err(|e| FormatError::invalid(path, format!("{}: {e}", m.name)))?;
+                let h = header::parse(img)
+                    .map_err(|e| FormatError::invalid(path, format!("{}: {e}", m.name)))?;
                 weight(path, &map, s as u64, img, &h, name, &mut budget)?
             }
             None => {
                 let bytes = ar.read(&m.name)?;
-                let t = decode(&bytes).map_err(|e| FormatError::invalid(path, format!("{}: {e}", m.name)))?;
+                let t = decode(&bytes)
+                    .map_err(|e| FormatError::invalid(path, format!("{}: {e}", m.name)))?;
                 tpuport_model::Weight {
                     name,
                     dtype: t.dtype,

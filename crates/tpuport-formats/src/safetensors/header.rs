@@ -160,8 +160,8 @@ pub fn parse(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Header, Forma
         )));
     }
     let json = &bytes[8..8 + usize::try_from(n).unwrap_or(0)];
-    let entries: Entries = serde_json::from_slice(json)
-        .map_err(|e| bad(format!("header is not valid JSON: {e}")))?;
+    let entries: Entries =
+        serde_json::from_slice(json).map_err(|e| bad(format!("header is not valid JSON: {e}")))?;
     if let Some(d) = entries.1 {
         return Err(bad(format!("tensor `{d}` appears twice in the header")));
     }
@@ -198,7 +198,12 @@ fn metadata(v: &serde_json::Value) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
-fn entry(path: &Path, name: String, v: serde_json::Value, data_len: u64) -> Result<TensorEntry, FormatError> {
+fn entry(
+    path: &Path,
+    name: String,
+    v: serde_json::Value,
+    data_len: u64,
+) -> Result<TensorEntry, FormatError> {
     let bad = |what: String| FormatError::invalid(path, format!("tensor `{name}`: {what}"));
     let raw: RawEntry = serde_json::from_value(v).map_err(|e| bad(e.to_string()))?;
     let dtype = match dtype_of(&raw.dtype) {
@@ -220,11 +225,9 @@ fn entry(path: &Path, name: String, v: serde_json::Value, data_len: u64) -> Resu
             "data_offsets [{begin}, {end}] run past the end of the {data_len}-byte data buffer"
         )));
     }
-    let elements = raw
-        .shape
-        .iter()
-        .try_fold(1u64, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| bad(format!("shape {:?} has more elements than fit in 64 bits", raw.shape)))?;
+    let elements = raw.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(|| {
+        bad(format!("shape {:?} has more elements than fit in 64 bits", raw.shape))
+    })?;
     let need = dtype
         .storage_bytes(elements)
         .ok_or_else(|| bad(format!("shape {:?} overflows its byte size", raw.shape)))?;
@@ -239,7 +242,11 @@ fn entry(path: &Path, name: String, v: serde_json::Value, data_len: u64) -> Resu
     Ok(TensorEntry { name, dtype, dtype_name: raw.dtype, shape: raw.shape, begin, end })
 }
 
-fn check_overlaps(path: &Path, t: &[TensorEntry], data_len: u64) -> Result<Vec<(u64, u64)>, FormatError> {
+fn check_overlaps(
+    path: &Path,
+    t: &[TensorEntry],
+    data_len: u64,
+) -> Result<Vec<(u64, u64)>, FormatError> {
     let mut order: Vec<&TensorEntry> = t.iter().filter(|e| e.end > e.begin).collect();
     order.sort_by_key(|e| (e.begin, e.end));
     let mut gaps = Vec::new();

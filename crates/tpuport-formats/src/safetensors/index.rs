@@ -103,14 +103,20 @@ pub(super) fn import(path: &Path, limits: &Limits) -> Result<Model, FormatError>
                     model.note(
                         NoteLevel::Warning,
                         "shard-duplicate-tensor",
-                        format!("`{}` is also in {shard}; the index maps it to {s}, that copy is used", t.name),
+                        format!(
+                            "`{}` is also in {shard}; the index maps it to {s}, that copy is used",
+                            t.name
+                        ),
                     );
                     skip.push(t.name.clone());
                 }
                 None => model.note(
                     NoteLevel::Warning,
                     "shard-unlisted-tensor",
-                    format!("`{}` is in {shard} but not in the index's weight_map; imported anyway", t.name),
+                    format!(
+                        "`{}` is in {shard} but not in the index's weight_map; imported anyway",
+                        t.name
+                    ),
                 ),
             }
         }
@@ -138,14 +144,14 @@ pub(super) fn import(path: &Path, limits: &Limits) -> Result<Model, FormatError>
             };
             model.metadata.properties.push((format!("index.{k}"), v));
         }
-        if let Some(declared) = meta.get("total_size").and_then(serde_json::Value::as_u64) {
-            if declared != total_bytes {
-                model.note(
-                    NoteLevel::Warning,
-                    "index-total-size",
-                    format!("index declares total_size {declared} but the shards hold {total_bytes} tensor bytes"),
-                );
-            }
+        if let Some(declared) = meta.get("total_size").and_then(serde_json::Value::as_u64)
+            && declared != total_bytes
+        {
+            model.note(
+                NoteLevel::Warning,
+                "index-total-size",
+                format!("index declares total_size {declared} but the shards hold {total_bytes} tensor bytes"),
+            );
         }
     }
     model.metadata.properties.push(("shards".to_owned(), by_shard.len().to_string()));

@@ -155,13 +155,18 @@ impl Archive {
         if buf.len() as u64 > declared {
             return Err(FormatError::invalid(
                 &self.path,
-                format!("zip member {name} inflates past its declared {declared} bytes (zip bomb?)"),
+                format!(
+                    "zip member {name} inflates past its declared {declared} bytes (zip bomb?)"
+                ),
             ));
         }
         if (buf.len() as u64) < declared {
             return Err(FormatError::invalid(
                 &self.path,
-                format!("zip member {name} inflates to {} bytes but declares {declared}", buf.len()),
+                format!(
+                    "zip member {name} inflates to {} bytes but declares {declared}",
+                    buf.len()
+                ),
             ));
         }
         self.budget -= declared;
@@ -174,7 +179,9 @@ impl Archive {
         if !m.stored {
             return Ok(None);
         }
-        let bad = |what: String| FormatError::invalid(&self.path, format!("zip member {}: {what}", m.name));
+        let bad = |what: String| {
+            FormatError::invalid(&self.path, format!("zip member {}: {what}", m.name))
+        };
         let map: &[u8] = &self.map;
         let h = usize::try_from(m.header_start).unwrap_or(usize::MAX);
         let Some(hdr) = h.checked_add(30).and_then(|e| map.get(h..e)) else {
@@ -186,10 +193,8 @@ impl Archive {
         let name_len = u64::from(u16::from_le_bytes([hdr[26], hdr[27]]));
         let extra_len = u64::from(u16::from_le_bytes([hdr[28], hdr[29]]));
         let start = m.header_start + 30 + name_len + extra_len;
-        let end = start
-            .checked_add(m.size)
-            .filter(|&e| e <= map.len() as u64)
-            .ok_or_else(|| {
+        let end =
+            start.checked_add(m.size).filter(|&e| e <= map.len() as u64).ok_or_else(|| {
                 bad(format!(
                     "{} data bytes at offset {start} run past the end of the file ({} bytes)",
                     m.size,

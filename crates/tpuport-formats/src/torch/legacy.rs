@@ -31,7 +31,10 @@ pub(super) fn import(path: &Path, map: &Arc<Mmap>, limits: &Limits) -> Result<Mo
         _ => false,
     };
     if !is_magic {
-        return Err(FormatError::invalid(path, "pickle stream does not start with torch's magic number"));
+        return Err(FormatError::invalid(
+            path,
+            "pickle stream does not start with torch's magic number",
+        ));
     }
     let proto = next("protocol pickle")?;
     if proto.get(proto.root) != &Obj::Int(1001) {
@@ -85,7 +88,12 @@ pub(super) fn import(path: &Path, map: &Arc<Mmap>, limits: &Limits) -> Result<Mo
             )
         })?;
         let d = if little {
-            WeightData::Mapped { map: map.clone(), path: arc_path.clone(), offset: start, len: bytes }
+            WeightData::Mapped {
+                map: map.clone(),
+                path: arc_path.clone(),
+                offset: start,
+                len: bytes,
+            }
         } else {
             WeightData::Absent { len: Some(bytes) }
         };
@@ -99,7 +107,11 @@ pub(super) fn import(path: &Path, map: &Arc<Mmap>, limits: &Limits) -> Result<Mo
     model.metadata.producer = Some("torch.save (legacy)".to_owned());
     model.metadata.framework = Framework::PyTorch;
     if !little {
-        model.note(NoteLevel::Warning, "torch-big-endian", "storages are big-endian; tensor bytes are not mapped");
+        model.note(
+            NoteLevel::Warning,
+            "torch-big-endian",
+            "storages are big-endian; tensor bytes are not mapped",
+        );
     }
     let mut budget = limits.max_inflated_bytes;
     for t in &flat.tensors {

@@ -27,9 +27,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use tpuport_model::{
-    Framework, Model, ModelFormat, NoteLevel, Weight, WeightData,
-};
+use tpuport_model::{Framework, Model, ModelFormat, NoteLevel, Weight, WeightData};
 
 pub use globals::GlobalClass;
 pub use scan::{GlobalUse, ScanReport, scan, scan_with};
@@ -117,17 +115,24 @@ pub(crate) fn check_globals(path: &Path, seen: &[GlobalSeen]) -> Result<(), Form
             }
         }
     }
-    match bad.len() {
-        0 => Ok(()),
-        1 => Err(FormatError::Unsafe {
-            path: path.to_path_buf(),
-            what: format!("pickle global {} is outside the tensor allow-list", bad[0]),
-        }),
-        _ => Err(FormatError::Unsafe {
-            path: path.to_path_buf(),
-            what: format!("pickle globals {} are outside the tensor allow-list", bad.join(", ")),
-        }),
+    if bad.is_empty() {
+        return Ok(());
     }
+    let module_like = bad.iter().any(|q| q.starts_with("torch.nn.modules.") || q.starts_with("__main__."));
+    let shown = bad.len().min(8);
+    let mut list = bad[..shown].join(", ");
+    if bad.len() > shown {
+        list.push_str(&format!(" and {} more", bad.len() - shown));
+    }
+    let mut what = if bad.len() == 1 {
+        format!("pickle global {list} is outside the tensor allow-list")
+    } else {
+        format!("pickle globals {list} are outside the tensor allow-list")
+    };
+    if module_like {
+        what.push_str(" (a pickled nn.Module: save model.state_dict() instead)");
+    }
+    Err(FormatError::Unsafe { path: path.to_path_buf(), what })
 }
 
 /// Reads a pickle, refusing unsafe globals before reporting any parse error.
@@ -201,8 +206,7 @@ fn import_zip(path: &Path, mut ar: Archive, limits: &Limits) -> Result<Model, Fo
             model.metadata.properties.push((key.to_owned(), v));
         }
     }
-    model.metadata.producer_version =
-        small_text(&mut ar, &format!("{prefix}version"));
+    model.metadata.producer_version = small_text(&mut ar, &format!("{prefix}version"));
     let big_endian = byteorder.as_deref() == Some("big");
     if big_endian {
         model.note(
@@ -235,7 +239,12 @@ pub(crate) struct Storage {
     pub data: WeightData,
 }
 
-fn zip_storage(path: &Path, ar: &Archive, prefix: &str, t: &TensorRec) -> Result<Storage, FormatError> {
+fn zip_storage(
+    path: &Path,
+    ar: &Archive,
+    prefix: &str,
+    t: &TensorRec,
+) -> Result<Storage, FormatError> {
     let name = format!("{prefix}data/{}", t.storage.key);
     let Some(m) = ar.member(&name) else {
         return Err(FormatError::invalid(
@@ -298,23 +307,35 @@ pub(crate) fn push_tensor(
         )));
     }
     let data = match storage {
-        WeightData::Mapped { map: m, path: p, offset, .. } if t.is_contiguous() => WeightData::Mapped {
-            map: m.clone(),
-            path: p.clone(),
-            offset: offset + t.offset * el,
-            len: nbytes,
-        },
+        WeightData::Mapped { map: m, path: p, offset, .. } if t.is_contiguous() => {
+            WeightData::Mapped {
+                map: m.clone(),
+                path: p.clone(),
+                offset: offset + t.offset * el,
+                len: nbytes,
+            }
+        }
         WeightData::Mapped { map, offset, len, .. } if nbytes <= *gather_budget => {
             *gather_budget -= nbytes;
-            let (s, e) = (usize::try_from(*offset).unwrap_or(0), usize::try_from(offset + len).unwrap_or(0));
+            let (s, e) =
+                (usize::try_from(*offset).unwrap_or(0), usize::try_from(offset + len).unwrap_or(0));
             WeightData::Inline(gather(t, &map[s..e], el))
         }
         _ => WeightData::Absent { len: Some(nbytes) },
     };
     if !model.weights.is_empty() && model.weights.by_name(&t.name).is_some() {
-        model.note(NoteLevel::Warning, "duplicate-tensor", format!("tensor {} appears twice", t.name));
+        model.note(
+            NoteLevel::Warning,
+            "duplicate-tensor",
+            format!("tensor {} appears twice", t.name),
+        );
     }
-    model.weights.push(Weight { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data });
+    model.weights.push(Weight {
+        name: t.name.clone(),
+        dtype: t.dtype,
+        shape: t.shape.clone(),
+        data,
+    });
     Ok(())
 }
 

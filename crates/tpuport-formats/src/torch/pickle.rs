@@ -324,7 +324,7 @@ impl Vm<'_, '_> {
     }
 
     fn pairs(&self, items: &[Id]) -> R<Vec<(Id, Id)>> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return self.err("odd number of items for a dict");
         }
         Ok(items.chunks_exact(2).map(|c| (c[0], c[1])).collect())
@@ -410,7 +410,12 @@ impl Vm<'_, '_> {
                     let s = l.strip_suffix('L').unwrap_or(&l);
                     let o = match s.parse::<i64>() {
                         Ok(v) => Obj::Int(v),
-                        Err(_) if !s.is_empty() && s.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) => {
+                        Err(_)
+                            if !s.is_empty()
+                                && s.trim_start_matches('-')
+                                    .bytes()
+                                    .all(|b| b.is_ascii_digit()) =>
+                        {
                             Obj::BigInt(s.as_bytes().to_vec())
                         }
                         Err(_) => return self.err(format!("bad LONG `{s}`")),
@@ -630,11 +635,10 @@ impl Vm<'_, '_> {
                 b'b' => {
                     let state = self.pop()?;
                     let t = self.top()?;
-                    match &mut self.objs[t as usize] {
-                        Obj::Call(c) => c.state = Some(state),
-                        // BUILD on a plain container sets attributes Python would keep in
-                        // `__dict__`; nothing a tensor reader needs.
-                        _ => {}
+                    // BUILD on a plain container sets attributes Python would keep in
+                    // `__dict__`; nothing a tensor reader needs.
+                    if let Obj::Call(c) = &mut self.objs[t as usize] {
+                        c.state = Some(state);
                     }
                 }
                 b'P' => {

@@ -120,7 +120,9 @@ impl Walker<'_> {
         let p = self.p;
         match p.get(id) {
             Obj::Dict(items) => self.walk_items(items, &name, depth),
-            Obj::Call(c) if !c.dict_items.is_empty() => self.walk_items(&c.dict_items, &name, depth),
+            Obj::Call(c) if !c.dict_items.is_empty() => {
+                self.walk_items(&c.dict_items, &name, depth)
+            }
             Obj::List(v) | Obj::Tuple(v) | Obj::Set(v) => {
                 for (i, &e) in v.iter().enumerate() {
                     self.walk(e, join(&name, &i.to_string()), depth + 1)?;
@@ -265,7 +267,9 @@ impl Walker<'_> {
             };
             match (m, torch_dtype(n)) {
                 ("torch", Some(Some(d))) => d,
-                ("torch", Some(None)) => return Err(format!("dtype torch.{n} has no tpuport equivalent")),
+                ("torch", Some(None)) => {
+                    return Err(format!("dtype torch.{n} has no tpuport equivalent"));
+                }
                 _ => return Err(format!("dtype {m}.{n} is not a torch dtype")),
             }
         } else {
@@ -274,10 +278,10 @@ impl Walker<'_> {
                 None => return Err("untyped storage without a dtype".to_owned()),
             }
         };
-        if let Some(sd) = storage.dtype {
-            if sd != dtype {
-                return Err(format!("dtype {dtype} differs from its storage's {sd}"));
-            }
+        if let Some(sd) = storage.dtype
+            && sd != dtype
+        {
+            return Err(format!("dtype {dtype} differs from its storage's {sd}"));
         }
         Ok(TensorRec { name: String::new(), dtype, shape, stride, offset, storage })
     }
@@ -292,10 +296,10 @@ impl Walker<'_> {
         if t.len() < 5 || !matches!(self.p.get(t[0]), Obj::Str(s) if s == "storage") {
             return Err("persistent id is not ('storage', type, key, location, numel)".to_owned());
         }
-        if let Some(&vm) = t.get(5) {
-            if !matches!(self.p.get(vm), Obj::None) {
-                return Err("storage views (legacy view_metadata) are not supported".to_owned());
-            }
+        if let Some(&vm) = t.get(5)
+            && !matches!(self.p.get(vm), Obj::None)
+        {
+            return Err("storage views (legacy view_metadata) are not supported".to_owned());
         }
         let Some((m, n)) = self.global(t[1]) else {
             return Err("storage type is not a global".to_owned());
@@ -329,12 +333,11 @@ pub(crate) fn storages(p: &Pickle) -> Vec<StorageRef> {
     let w = Walker { p, max_depth: 0, visits: 0, max_visits: 0, out: Flat::default() };
     let mut out: Vec<StorageRef> = Vec::new();
     for (i, o) in p.objs.iter().enumerate() {
-        if matches!(o, Obj::PersId(_)) {
-            if let Ok(s) = w.storage(Id::try_from(i).unwrap_or(Id::MAX)) {
-                if !out.iter().any(|e| e.key == s.key) {
-                    out.push(s);
-                }
-            }
+        if matches!(o, Obj::PersId(_))
+            && let Ok(s) = w.storage(Id::try_from(i).unwrap_or(Id::MAX))
+            && !out.iter().any(|e| e.key == s.key)
+        {
+            out.push(s);
         }
     }
     out

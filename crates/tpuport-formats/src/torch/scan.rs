@@ -89,8 +89,12 @@ pub fn scan_with(path: &Path, limits: &Limits) -> Result<ScanReport, FormatError
     if map.starts_with(b"PK\x03\x04") || map.starts_with(b"PK\x05\x06") {
         rep.format = "torch-zip".to_owned();
         let mut ar = Archive::from_map(path, map, limits)?;
-        let names: Vec<String> =
-            ar.members().iter().filter(|m| m.name.ends_with(".pkl")).map(|m| m.name.clone()).collect();
+        let names: Vec<String> = ar
+            .members()
+            .iter()
+            .filter(|m| m.name.ends_with(".pkl"))
+            .map(|m| m.name.clone())
+            .collect();
         for name in names {
             match ar.read(&name) {
                 Ok(bytes) => scan_one(&mut rep, &name, &bytes, limits),
@@ -100,9 +104,10 @@ pub fn scan_with(path: &Path, limits: &Limits) -> Result<ScanReport, FormatError
         if rep.pickles.is_empty() {
             rep.notes.push(warn("zip archive holds no .pkl member".to_owned()));
         }
-    } else if map.first() == Some(&0x80) || map.first() == Some(&b'(') || map.first() == Some(&b'c') {
-        rep.format =
-            if map.starts_with(&super::LEGACY_MAGIC) { "torch-legacy" } else { "pickle" }.to_owned();
+    } else if map.first() == Some(&0x80) || map.first() == Some(&b'(') || map.first() == Some(&b'c')
+    {
+        rep.format = if map.starts_with(&super::LEGACY_MAGIC) { "torch-legacy" } else { "pickle" }
+            .to_owned();
         let mut pos = 0usize;
         // A legacy checkpoint is five pickles and then raw storage bytes.
         for i in 0..5 {
