@@ -1,0 +1,256 @@
+//! The walk that runs rules with context: which loop, which function, which step region.
+
+use std::collections::HashSet;
+
+use tpuport_python::ast::{Expr, ExprKind, Module, Stmt, StmtKind};
+use tpuport_python::visitor::{Visitor, walk_expr, walk_stmt};
+use tpuport_python::{ParsedModule, Span};
+
+use crate::analyze;
+use crate::diagnostic::Diagnostic;
+use crate::fix::{Edit, edits};
+use crate::semantic::{Framework, JitInfo, Semantic};
+use crate::settings::RuleSet;
+use crate::violation::{AsRule, Violation};
+
+/// Walks one module and collects diagnostics.
+pub(crate) struct Checker<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) module: &'a Module,
+    pub(crate) semantic: &'a Semantic,
+    rules: &'a RuleSet,
+    diagnostics: Vec<Diagnostic>,
+    step_depth: usize,
+    throttled: usize,
+    loop_depth: usize,
+    jit: Option<(&'a JitInfo, HashSet<String>)>,
+    /// Length of each enclosing body (innermost last).
+    bodies: Vec<usize>,
+    /// Statements being visited (innermost last).
+    stmts: Vec<&'a Stmt>,
+    /// Expressions being visited (innermost last).
+    exprs: Vec<&'a Expr>,
+    /// Spans of subscripts that are assignment targets.
+    store_targets: HashSet<Span>,
+}
+
+impl<'a> Checker<'a> {
+    pub(crate) fn new(source: &'a str, parsed: &'a ParsedModule, semantic: &'a Semantic, rules: &'a RuleSet) -> Self {
+        Checker {
+            source,
+            module: parsed.module(),
+            semantic,
+            rules,
+            diagnostics: Vec::new(),
+            step_depth: 0,
+            throttled: 0,
+            loop_depth: 0,
+            jit: None,
+            bodies: Vec::new(),
+            stmts: Vec::new(),
+            exprs: Vec::new(),
+            store_targets: HashSet::new(),
+        }
+    }
+
+    pub(crate) fn run(mut self) -> Vec<Diagnostic> {
+        let module = self.module;
+        self.walk_body(&module.body);
+        self.diagnostics
+    }
+
+    /// Reports `v` at `span` when its rule is enabled; returns the diagnostic to attach a fix.
+    pub(crate) fn report<V: Violation + AsRule>(&mut self, v: &V, span: Span) -> Option<&mut Diagnostic> {
+        if !self.rules.enabled(V::RULE) {
+            return None;
+        }
+        self.diagnostics.push(Diagnostic { rule: V::RULE, message: v.message(), help: v.fix_title(), span, fix: None });
+        self.diagnostics.last_mut()
+    }
+
+    /// Whether the file imports `f`.
+    pub(crate) fn uses(&self, f: Framework) -> bool {
+        self.semantic.uses(f)
+    }
+
+    /// Inside the body of a training/eval step loop or step function, and not in a block that
+    /// only runs every N steps (`if step % 100 == 0:`).
+    pub(crate) fn in_step_region(&self) -> bool {
+        self.step_depth > 0 && self.throttled == 0
+    }
+
+    /// Inside any loop body of the current function.
+    pub(crate) fn in_loop(&self) -> bool {
+        self.loop_depth > 0
+    }
+
+    /// The jitted function being visited, with its traced (non-static) parameter names.
+    pub(crate) fn jit_context(&self) -> Option<&(&'a JitInfo, HashSet<String>)> {
+        self.jit.as_ref()
+    }
+
+    /// Whether `expr` is a tensor in the current context.
+    pub(crate) fn is_tensor(&self, expr: &Expr) -> bool {
+        let empty = HashSet::new();
+        let extra = self.jit.as_ref().map_or(&empty, |(_, p)| p);
+        self.semantic.is_tensor_expr(expr, extra)
+    }
+
+    /// The statement being visited.
+    pub(crate) fn current_stmt(&self) -> Option<&'a Stmt> {
+        self.stmts.last().copied()
+    }
+
+    /// The expression enclosing the one being visited.
+    pub(crate) fn parent_expr(&self) -> Option<&'a Expr> {
+        self.exprs.len().checked_sub(2).map(|i| self.exprs[i])
+    }
+
+    /// Whether `span` is the target of an assignment (`x[mask] = 0`).
+    pub(crate) fn is_store_target(&self, span: Span) -> bool {
+        self.store_targets.contains(&span)
+    }
+
+    /// Whether the current statement is the only one in its block.
+    pub(crate) fn current_stmt_is_sole(&self) -> bool {
+        self.bodies.last() == Some(&1)
+    }
+
+    /// An edit adding the top-level import `line` if it is missing.
+    pub(crate) fn import_edit(&self, line: &str) -> Option<Edit> {
+        edits::add_import(self.source, self.module, line)
+    }
+
+    /// The source text of `span`.
+    pub(crate) fn text(&self, span: Span) -> &'a str {
+        span.slice(self.source)
+    }
+
+    fn walk_body(&mut self, body: &'a [Stmt]) {
+        self.bodies.push(body.len());
+        for s in body {
+            self.walk_stmt(s);
+        }
+        self.bodies.pop();
+    }
+
+    fn walk_exprs(&mut self, exprs: impl IntoIterator<Item = &'a Expr>) {
+        for e in exprs {
+            self.walk_expr(e);
+        }
+    }
+
+    fn walk_stmt(&mut self, stmt: &'a Stmt) {
+        self.stmts.push(stmt);
+        match &stmt.kind {
+            StmtKind::Assign { targets, .. } => self.store_targets.extend(targets.iter().map(|t| t.span)),
+            StmtKind::AugAssign { target, .. } | StmtKind::AnnAssign { target, .. } => {
+                self.store_targets.insert(target.span);
+            }
+            _ => {}
+        }
+        analyze::statement(self, stmt);
+        match &stmt.kind {
+            StmtKind::FunctionDef(f) => {
+                self.walk_exprs(&f.decorators);
+                self.walk_exprs(f.params.iter().filter_map(|p| p.default.as_ref()));
+                let saved = (self.step_depth, self.throttled, self.loop_depth, self.jit.take());
+                self.step_depth = usize::from(self.semantic.step_functions.contains(&f.name.name));
+                self.throttled = 0;
+                self.loop_depth = 0;
+                self.jit = self.semantic.jitted.get(&f.name.name).map(|info| {
+                    let params =
+                        f.params.iter().map(|p| p.name.name.clone()).filter(|n| !info.static_params.contains(n) && n != "self").collect();
+                    (info, params)
+                });
+                self.walk_body(&f.body);
+                (self.step_depth, self.throttled, self.loop_depth, self.jit) = saved;
+            }
+            StmtKind::For(f) => {
+                self.walk_expr(&f.iter);
+                self.walk_expr(&f.target);
+                let step = self.semantic.step_loops.contains(&stmt.span);
+                self.enter_loop(step);
+                self.walk_body(&f.body);
+                self.leave_loop(step);
+                self.walk_body(&f.orelse);
+            }
+            StmtKind::While(w) => {
+                let step = self.semantic.step_loops.contains(&stmt.span);
+                self.enter_loop(step);
+                self.walk_expr(&w.test);
+                self.walk_body(&w.body);
+                self.leave_loop(step);
+                self.walk_body(&w.orelse);
+            }
+            StmtKind::If(i) => {
+                self.walk_expr(&i.test);
+                let throttle = self.step_depth > 0 && has_modulo(&i.test);
+                self.throttled += usize::from(throttle);
+                self.walk_body(&i.body);
+                for b in &i.branches {
+                    if let Some(t) = &b.test {
+                        self.walk_expr(t);
+                    }
+                    self.walk_body(&b.body);
+                }
+                self.throttled -= usize::from(throttle);
+            }
+            _ => {
+                let mut v = Adapter { checker: self };
+                walk_stmt(&mut v, stmt);
+            }
+        }
+        self.stmts.pop();
+    }
+
+    fn enter_loop(&mut self, step: bool) {
+        self.loop_depth += 1;
+        self.step_depth += usize::from(step);
+    }
+
+    fn leave_loop(&mut self, step: bool) {
+        self.loop_depth -= 1;
+        self.step_depth -= usize::from(step);
+    }
+
+    fn walk_expr(&mut self, expr: &'a Expr) {
+        self.exprs.push(expr);
+        analyze::expression(self, expr);
+        let mut v = Adapter { checker: self };
+        walk_expr(&mut v, expr);
+        self.exprs.pop();
+    }
+}
+
+/// Routes the generic visitor back into the checker (so nested bodies keep their context).
+struct Adapter<'c, 'a> {
+    checker: &'c mut Checker<'a>,
+}
+
+impl<'a> Visitor<'a> for Adapter<'_, 'a> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        self.checker.walk_stmt(stmt);
+    }
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        self.checker.walk_expr(expr);
+    }
+    fn visit_body(&mut self, body: &'a [Stmt]) {
+        self.checker.walk_body(body);
+    }
+}
+
+fn has_modulo(e: &Expr) -> bool {
+    struct Find(bool);
+    impl<'a> Visitor<'a> for Find {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            if let ExprKind::BinOp { op: "%", .. } = e.kind {
+                self.0 = true;
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut f = Find(false);
+    f.visit_expr(e);
+    f.0
+}

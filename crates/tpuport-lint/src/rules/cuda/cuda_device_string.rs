@@ -1,0 +1,95 @@
+//! TPU302: `"cuda"` as a device.
+
+use tpuport_python::ast::{Call, Expr};
+
+use crate::checker::Checker;
+use crate::fix::{Edit, Fix};
+use crate::rules::helpers::{is_cuda_device, method};
+use crate::semantic::Framework;
+use crate::violation::{Violation, violation};
+
+violation! {
+    /// ## What it does
+    /// Checks for `"cuda"` / `"cuda:N"` used as a device: `torch.device("cuda")`,
+    /// `.to("cuda")`, `device="cuda"` and `map_location="cuda"` arguments.
+    ///
+    /// ## Why is this bad on TPU?
+    /// A hard-coded CUDA device fails on a TPU VM (no CUDA), and a
+    /// `"cuda" if torch.cuda.is_available() else "cpu"` choice silently trains on the CPU.
+    ///
+    /// ## Example
+    /// ```python
+    /// device = torch.device("cuda")
+    /// x = torch.zeros(8, 128, device="cuda:0")
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// device = torch_xla.device()
+    /// x = torch.zeros(8, 128, device=device)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix is unsafe: it replaces the device with `torch_xla.device()` (adding
+    /// `import torch_xla`), and `map_location="cuda"` with `"cpu"` (load on the host, then
+    /// move).
+    ///
+    /// ## References
+    /// - [huggingface/transformers#10192: training on CPU instead of TPU](https://github.com/huggingface/transformers/issues/10192)
+    /// - [facebookresearch/mmf#693: CUDA gates in training code](https://github.com/facebookresearch/mmf/issues/693)
+    /// - [torch_xla API guide: `torch_xla.device()`](https://docs.pytorch.org/xla/release/r2.8/learn/api-guide.html)
+    pub(crate) struct CudaDeviceString { device: String }
+}
+
+impl Violation for CudaDeviceString {
+    fn message(&self) -> String {
+        format!("Hard-coded CUDA device `{}`", self.device)
+    }
+    fn fix_title(&self) -> Option<String> {
+        Some("Use the XLA device: `torch_xla.device()`".to_owned())
+    }
+}
+
+fn report(checker: &mut Checker, arg: &Expr, replace_span: tpuport_python::Span, replacement: &str) {
+    let Some(s) = arg.as_str() else { return };
+    if !is_cuda_device(s) {
+        return;
+    }
+    let mut edits = vec![Edit::replace(replace_span, replacement)];
+    if replacement.starts_with("torch_xla") {
+        edits.extend(checker.import_edit("import torch_xla"));
+    }
+    if let Some(d) = checker.report(&CudaDeviceString { device: s.to_owned() }, arg.span) {
+        d.set_fix(Fix::unsafe_(edits));
+    }
+}
+
+pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
+    if !checker.uses(Framework::PyTorch) {
+        return;
+    }
+    let q = checker.semantic.qualified_name(&call.func).unwrap_or_default();
+    if q.contains("autocast") || q.ends_with("GradScaler") {
+        return; // TPU401 / TPU402
+    }
+    if q == "torch.device" {
+        if let Some(arg) = call.args.first()
+            && call.args.len() == 1
+        {
+            report(checker, arg, tpuport_python::Span::new(call.func.span.start, call.arguments_span.end), "torch_xla.device()");
+        }
+        return;
+    }
+    if let Some((_, "to")) = method(call)
+        && let Some(arg) = call.args.first()
+    {
+        report(checker, arg, arg.span, "torch_xla.device()");
+    }
+    for k in &call.keywords {
+        match k.arg.as_ref().map(|a| a.name.as_str()) {
+            Some("device") => report(checker, &k.value, k.value.span, "torch_xla.device()"),
+            Some("map_location") => report(checker, &k.value, k.value.span, "\"cpu\""),
+            _ => {}
+        }
+    }
+}
