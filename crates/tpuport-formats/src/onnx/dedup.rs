@@ -2,10 +2,9 @@
 //! the other (the legacy torch exporter stores GPT-2's tied embedding `wte` and a transposed
 //! copy for the `lm_head` MatMul).
 //!
-//! Cost: weights are bucketed by dtype and byte size first; only buckets with two or more
-//! members are read. Each candidate is hashed once (an ordered hash for exact matches, an
-//! order-independent hash of its elements for 2-D ones), and only equal hashes are compared
-//! in full.
+//! Cost: weights are bucketed by dtype and byte size; only pairs inside a bucket are looked
+//! at. Same-shape pairs are compared by their first and last bytes, then by a hash computed
+//! once per weight, then in full; transposed pairs by their first row, then in full.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,31 +27,29 @@ pub fn duplicate_initializers(model: &Model) -> Vec<Vec<WeightId>> {
         }
     }
     let mut parent: BTreeMap<WeightId, WeightId> = BTreeMap::new();
+    let mut hashes: HashMap<WeightId, Option<u64>> = HashMap::new();
     for ((dtype, _), members) in buckets {
         if members.len() < 2 {
             continue;
         }
         let width = dtype.bits().filter(|b| b % 8 == 0).map(|b| (b / 8) as usize);
-        let mut hashes = Vec::with_capacity(members.len());
-        for &id in &members {
-            let w = model.weights.get(id);
-            let Ok(bytes) = w.bytes() else { continue };
-            let two_d = w.shape.len() == 2;
-            let bag = width.filter(|_| two_d).map(|k| bag_hash(&bytes, k));
-            hashes.push((id, ordered_hash(&bytes), bag));
-        }
-        for i in 0..hashes.len() {
-            for j in i + 1..hashes.len() {
-                let ((a, ha, ba), (b, hb, bb)) = (hashes[i], hashes[j]);
+        for i in 0..members.len() {
+            for j in i + 1..members.len() {
+                let (a, b) = (members[i], members[j]);
                 let (wa, wb) = (model.weights.get(a), model.weights.get(b));
-                let same = ha == hb && wa.shape == wb.shape && equal(model, a, b, None);
+                let same = wa.shape == wb.shape
+                    && ends_equal(model, a, b)
+                    && hash_of(model, &mut hashes, a).is_some()
+                    && hash_of(model, &mut hashes, a) == hash_of(model, &mut hashes, b)
+                    && equal(model, a, b, None);
                 let transposed = !same
-                    && ba.is_some()
-                    && ba == bb
+                    && width.is_some()
                     && wa.shape.len() == 2
+                    && wb.shape.len() == 2
                     && wa.shape[0] == wb.shape[1]
                     && wa.shape[1] == wb.shape[0]
-                    && equal(model, a, b, width);
+                    && equal(model, a, b, width.map(|k| (k, true)))
+                    && equal(model, a, b, width.map(|k| (k, false)));
                 if same || transposed {
                     union(&mut parent, a, b);
                 }
@@ -112,38 +109,49 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn word(c: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a[..c.len()].copy_from_slice(c);
-    u64::from_le_bytes(a)
-}
-
 fn ordered_hash(b: &[u8]) -> u64 {
     let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ b.len() as u64;
-    for c in b.chunks(8) {
-        h = mix(h ^ word(c));
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        h = mix(h ^ u64::from_le_bytes(a));
+    }
+    for &x in chunks.remainder() {
+        h = mix(h ^ u64::from(x));
     }
     h
 }
 
-/// Order-independent hash of elements of `width` bytes: invariant under transposition.
-fn bag_hash(b: &[u8], width: usize) -> u64 {
-    b.chunks(width).fold(0u64, |acc, c| acc.wrapping_add(mix(word(c).wrapping_add(0x632b_e59b_d9b4_e019))))
+/// The ordered hash of a weight's bytes, computed once (`None` when unreadable).
+fn hash_of(model: &Model, cache: &mut HashMap<WeightId, Option<u64>>, id: WeightId) -> Option<u64> {
+    *cache.entry(id).or_insert_with(|| model.weights.get(id).bytes().ok().map(|b| ordered_hash(&b)))
 }
 
-/// Full comparison: exact, or `b` read as the transpose of `a` when `width` is given.
-fn equal(model: &Model, a: WeightId, b: WeightId, width: Option<usize>) -> bool {
+/// Cheap pre-check: the first and last 64 bytes agree.
+fn ends_equal(model: &Model, a: WeightId, b: WeightId) -> bool {
+    let (Ok(x), Ok(y)) = (model.weights.get(a).bytes(), model.weights.get(b).bytes()) else { return false };
+    let k = x.len().min(64);
+    x.len() == y.len() && x[..k] == y[..k] && x[x.len() - k..] == y[y.len() - k..]
+}
+
+/// Full comparison: exact when `transpose` is `None`; else `b` read as the transpose of `a`
+/// with elements of the given width, only the first row when the flag is set (a cheap
+/// rejection before the full pass).
+fn equal(model: &Model, a: WeightId, b: WeightId, transpose: Option<(usize, bool)>) -> bool {
     let (wa, wb) = (model.weights.get(a), model.weights.get(b));
     let (Ok(x), Ok(y)) = (wa.bytes(), wb.bytes()) else { return false };
-    let Some(k) = width else { return x == y };
+    let Some((k, first_row_only)) = transpose else { return x == y };
     let (Ok(rows), Ok(cols)) = (usize::try_from(wa.shape[0]), usize::try_from(wa.shape[1])) else { return false };
     if x.len() != rows * cols * k || y.len() != x.len() {
         return false;
     }
-    for r in 0..rows {
-        for c in 0..cols {
-            let (i, j) = ((r * cols + c) * k, (c * rows + r) * k);
-            if x[i..i + k] != y[j..j + k] {
+    let rows_checked = if first_row_only { rows.min(1) } else { rows };
+    for r in 0..rows_checked {
+        let row = &x[r * cols * k..(r + 1) * cols * k];
+        for (c, e) in row.chunks_exact(k).enumerate() {
+            let j = (c * rows + r) * k;
+            if e != &y[j..j + k] {
                 return false;
             }
         }

@@ -71,6 +71,56 @@ impl Engine<'_> {
         Ok(then.iter().zip(els).map(|(a, b)| Out { ty: join(&a.ty, &b.ty), value: None }).collect())
     }
 
+    /// `Loop`: the body is inferred with the initial loop-carried types; scan outputs get the
+    /// trip count as leading dim when the loop provably runs exactly `M` times (known `M`,
+    /// condition known true and passed through unchanged by the body), else `?`.
+    pub(crate) fn loop_(
+        &mut self,
+        g: &Graph,
+        cx: &NodeCx<'_>,
+        consts: &HashMap<ValueId, Const>,
+        subs: &mut [(String, Graph)],
+    ) -> Res<Vec<Out>> {
+        let Some((_, body)) = subs.iter_mut().find(|(n, _)| n == "body") else {
+            return Err(Fail::Invalid("Loop without a body".to_owned()));
+        };
+        let carried = cx.n_inputs().saturating_sub(2);
+        if body.inputs.len() != carried + 2 || body.outputs.len() < carried + 1 {
+            return Err(Fail::Invalid("Loop body signature does not match its inputs".to_owned()));
+        }
+        let mut seeds = seed_outer(body, g, consts);
+        body.value_mut(body.inputs[0]).ty = TensorType::new(tpuport_model::DType::I64, Shape::scalar());
+        body.value_mut(body.inputs[1]).ty = TensorType::new(tpuport_model::DType::Bool, Shape::scalar());
+        for k in 0..carried {
+            if let Some(t) = cx.types[k + 2] {
+                body.value_mut(body.inputs[k + 2]).ty = t.clone();
+            }
+        }
+        seeds.retain(|name, _| !body.inputs.iter().any(|id| &body.value(*id).name == name));
+        self.graph(body, &seeds, true);
+        let cond_passthrough = body.value(body.outputs[0]).producer.is_some_and(|p| {
+            let n = body.node(p);
+            n.op == "Identity" && n.inputs.first().copied().flatten() == Some(body.inputs[1])
+        });
+        let cond_true = !cx.has(1) || cx.value(1).is_some_and(|c| c.i(0) != 0);
+        let trips = match cx.value(0) {
+            Some(m) if cond_passthrough && cond_true => u64::try_from(m.i(0)).map_or_else(|_| Dim::unknown(), Dim::Known),
+            _ => Dim::unknown(),
+        };
+        let mut outs = Vec::new();
+        for (k, id) in body.outputs.iter().enumerate().skip(1) {
+            let t = body.value(*id).ty.clone();
+            if k <= carried {
+                let init = cx.types[k + 1].cloned().unwrap_or_default();
+                outs.push(Out { ty: join(&init, &t), value: None });
+            } else {
+                let shape = t.shape.map(|s| Shape(std::iter::once(trips.clone()).chain(s.0).collect()));
+                outs.push(Out { ty: TensorType { dtype: t.dtype, shape }, value: None });
+            }
+        }
+        Ok(outs)
+    }
+
     /// A call to a model-local function: infer a copy of the body with the call's input types.
     pub(crate) fn call(&mut self, f: &Graph, cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         if self.depth >= MAX_CALL_DEPTH {

@@ -330,6 +330,7 @@ impl Engine<'_> {
         match node.op.as_str() {
             "Constant" => constant(&cx),
             "If" => self.if_(g, &cx, consts, subs),
+            "Loop" => self.loop_(g, &cx, consts, subs),
             op => rule(op).ok_or(Fail::Unsupported).and_then(|f| f(&cx)),
         }
     }
