@@ -62,7 +62,14 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
     }
     let Some(k) = call.keyword("padding") else { return };
     let dynamic = matches!(k.value.kind, ExprKind::Bool(true)) || k.value.as_str() == Some("longest");
-    let tokenizerish = lower.contains("token") || lower.ends_with("encode_plus") || lower == "pad" || lower.contains("processor");
+    let receiver = match &call.func.kind {
+        ExprKind::Attribute { value, .. } => value.last_name().unwrap_or("").to_ascii_lowercase(),
+        _ => String::new(),
+    };
+    let tokenizerish = lower.contains("token")
+        || lower.ends_with("encode_plus")
+        || lower.contains("processor")
+        || (lower == "pad" && (receiver.contains("token") || receiver.contains("processor")));
     if dynamic && tokenizerish {
         checker.report(&DynamicPadding { what: format!("`{callee}(padding={})`", checker.text(k.value.span)) }, k.span);
     }
