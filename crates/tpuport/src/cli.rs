@@ -70,6 +70,8 @@ pub(crate) enum Command {
     Check(commands::check::CheckArgs),
     /// Rewrite Python scripts for torch_xla, TF TPUStrategy or JAX sharding.
     Port(commands::port::PortArgs),
+    /// Show the accelerator catalog: chips, one chip's sourced figures, or a slice's topology.
+    Catalog(commands::catalog::CatalogArgs),
     /// Print the documentation of a finding or rule code.
     Explain(commands::explain::ExplainArgs),
 }

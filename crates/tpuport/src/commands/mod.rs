@@ -2,6 +2,7 @@
 //! [`Status`].
 
 pub(crate) mod bench;
+pub(crate) mod catalog;
 pub(crate) mod check;
 pub(crate) mod doctor;
 pub(crate) mod explain;
@@ -44,6 +45,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Bench(a) => bench::run(&a, global, p),
         Command::Check(a) => check::run(&a, global, p),
         Command::Port(a) => port::run(&a, global, p),
+        Command::Catalog(a) => catalog::run(&a, global, p),
         Command::Explain(a) => explain::run(&a, global, p),
     }
 }
