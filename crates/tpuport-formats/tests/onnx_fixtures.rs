@@ -29,8 +29,13 @@ fn root() -> PathBuf {
 fn fixture(model: &str, exporter: &str) -> (PathBuf, serde_json::Value) {
     let dir = root().join("torch").join(model);
     let p = dir.join(format!("{exporter}.onnx"));
-    assert!(p.is_file() && dir.join("meta.json").is_file(), "fixtures missing: run `make fixtures` ({} absent)", p.display());
-    let meta = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    assert!(
+        p.is_file() && dir.join("meta.json").is_file(),
+        "fixtures missing: run `make fixtures` ({} absent)",
+        p.display()
+    );
+    let meta =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     (p, meta)
 }
 
@@ -72,9 +77,14 @@ fn check(model: &str, exporter: &str) {
     let (path, meta) = fixture(model, exporter);
     let m = OnnxImporter.import(&path, &ImportOptions::default()).unwrap();
     assert_eq!(m.metadata.framework, Framework::PyTorch);
-    let want = if exporter == "dynamo" { "torch.onnx (dynamo)" } else { "torch.onnx (TorchScript)" };
+    let want =
+        if exporter == "dynamo" { "torch.onnx (dynamo)" } else { "torch.onnx (TorchScript)" };
     assert_eq!(m.metadata.exporter.as_deref(), Some(want), "{model} {exporter}");
-    assert!(!m.notes.iter().any(|n| n.code == "shape-inference"), "{model} {exporter} symbolic: {:?}", m.notes);
+    assert!(
+        !m.notes.iter().any(|n| n.code == "shape-inference"),
+        "{model} {exporter} symbolic: {:?}",
+        m.notes
+    );
 
     // Our own inference, from input types only.
     let mut ours = m.clone();
@@ -106,7 +116,12 @@ fn check(model: &str, exporter: &str) {
             .iter()
             .map(|d| d.as_u64().unwrap_or(if d == "sequence" { 128 } else { 1 }))
             .collect();
-        assert_eq!(v.ty.shape, Some(Shape::fixed(&dims)), "{model} {exporter}: output '{}'", v.name);
+        assert_eq!(
+            v.ty.shape,
+            Some(Shape::fixed(&dims)),
+            "{model} {exporter}: output '{}'",
+            v.name
+        );
     }
 
     if let Some(n) = meta["onnx"][exporter]["initializer_elements"].as_u64() {
@@ -152,7 +167,11 @@ fn gpt2_legacy_tied_embedding_is_a_transposed_duplicate() {
     let (path, _) = fixture("gpt2", "legacy");
     let m = OnnxImporter.import(&path, &ImportOptions::default()).unwrap();
     let groups = duplicate_initializers(&m);
-    let wte = m.weights.id_of("inner.transformer.wte.weight").or_else(|| m.weights.id_of("transformer.wte.weight")).unwrap();
+    let wte = m
+        .weights
+        .id_of("inner.transformer.wte.weight")
+        .or_else(|| m.weights.id_of("transformer.wte.weight"))
+        .unwrap();
     let g = groups.iter().find(|g| g.contains(&wte)).expect("wte has a duplicate");
     assert_eq!(g.len(), 2, "{:?}", g.iter().map(|id| &m.weights.get(*id).name).collect::<Vec<_>>());
     let other = m.weights.get(*g.iter().find(|id| **id != wte).unwrap());
@@ -176,8 +195,13 @@ fn all_models_present() {
 fn onnx_small_corner_cases() {
     let dir = root().join("onnx_small");
     let meta_path = dir.join("meta.json");
-    assert!(meta_path.is_file(), "fixtures missing: run `make fixtures` ({} absent)", meta_path.display());
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(meta_path).unwrap()).unwrap();
+    assert!(
+        meta_path.is_file(),
+        "fixtures missing: run `make fixtures` ({} absent)",
+        meta_path.display()
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(meta_path).unwrap()).unwrap();
     let cases = meta.as_object().unwrap();
     assert!(cases.len() >= 8, "{:?}", cases.keys().collect::<Vec<_>>());
     for (name, case) in cases {
@@ -191,15 +215,23 @@ fn onnx_small_corner_cases() {
                 }
             }
         }
-        let m = OnnxImporter.import(&path, &ImportOptions { dims, ..ImportOptions::default() }).unwrap();
-        let warnings: Vec<_> = m.notes.iter().filter(|n| n.level >= tpuport_model::NoteLevel::Warning).collect();
+        let m = OnnxImporter
+            .import(&path, &ImportOptions { dims, ..ImportOptions::default() })
+            .unwrap();
+        let warnings: Vec<_> =
+            m.notes.iter().filter(|n| n.level >= tpuport_model::NoteLevel::Warning).collect();
         assert!(warnings.is_empty(), "{name}: {warnings:#?}");
         for id in &m.graph.outputs {
             let v = m.graph.value(*id);
-            let dims: Vec<u64> = want[&v.name].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+            let dims: Vec<u64> =
+                want[&v.name].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
             assert_eq!(v.ty.shape, Some(Shape::fixed(&dims)), "{name}: output '{}'", v.name);
         }
-        assert_eq!(initializer_elements(&m), case["initializer_elements"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            initializer_elements(&m),
+            case["initializer_elements"].as_u64().unwrap(),
+            "{name}"
+        );
         assert_eq!(m.functions.len() as u64, case["functions"].as_u64().unwrap(), "{name}");
         assert_eq!(m.graph.nodes.len() as u64, case["nodes"].as_u64().unwrap(), "{name}");
         let subgraphs: usize = m.graph.walk_nodes().map(|n| n.subgraphs.len()).sum();

@@ -8,8 +8,9 @@ use prost::Message;
 use tpuport_formats::onnx::proto::tensor_shape_proto::{Dimension, dimension};
 use tpuport_formats::onnx::proto::type_proto::{self, Tensor};
 use tpuport_formats::onnx::proto::{
-    AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, SparseTensorProto,
-    StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto, attribute_type as at,
+    AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    SparseTensorProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto, attribute_type as at,
 };
 use tpuport_formats::onnx::{OnnxImporter, duplicate_initializers, infer_shapes};
 use tpuport_formats::{FormatError, ImportOptions, Importer, Limits};
@@ -63,7 +64,12 @@ fn with(mut n: NodeProto, a: AttributeProto) -> NodeProto {
 }
 
 fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto { name: name.to_owned(), r#type: at::INTS, ints: v.to_vec(), ..AttributeProto::default() }
+    AttributeProto {
+        name: name.to_owned(),
+        r#type: at::INTS,
+        ints: v.to_vec(),
+        ..AttributeProto::default()
+    }
 }
 
 fn attr_int(name: &str, v: i64) -> AttributeProto {
@@ -71,7 +77,12 @@ fn attr_int(name: &str, v: i64) -> AttributeProto {
 }
 
 fn attr_graph(name: &str, g: GraphProto) -> AttributeProto {
-    AttributeProto { name: name.to_owned(), r#type: at::GRAPH, g: Some(g), ..AttributeProto::default() }
+    AttributeProto {
+        name: name.to_owned(),
+        r#type: at::GRAPH,
+        g: Some(g),
+        ..AttributeProto::default()
+    }
 }
 
 fn raw_f32(name: &str, dims: &[i64], vals: &[f32]) -> TensorProto {
@@ -104,8 +115,18 @@ fn model(graph: GraphProto) -> ModelProto {
     }
 }
 
-fn graph(nodes: Vec<NodeProto>, inputs: Vec<ValueInfoProto>, outputs: Vec<ValueInfoProto>) -> GraphProto {
-    GraphProto { node: nodes, name: "main".to_owned(), input: inputs, output: outputs, ..GraphProto::default() }
+fn graph(
+    nodes: Vec<NodeProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+) -> GraphProto {
+    GraphProto {
+        node: nodes,
+        name: "main".to_owned(),
+        input: inputs,
+        output: outputs,
+        ..GraphProto::default()
+    }
 }
 
 fn out(name: &str) -> ValueInfoProto {
@@ -123,7 +144,9 @@ fn import(p: &Path) -> Result<Model, FormatError> {
 }
 
 fn import_batch(p: &Path, batch: u64) -> Model {
-    OnnxImporter.import(p, &ImportOptions { batch: Some(batch), ..ImportOptions::default() }).unwrap()
+    OnnxImporter
+        .import(p, &ImportOptions { batch: Some(batch), ..ImportOptions::default() })
+        .unwrap()
 }
 
 fn err(p: &Path) -> String {
@@ -144,10 +167,20 @@ fn initializers_raw_typed_and_ir3_inputs() {
     let mut g = graph(
         vec![node("MatMul", "mm", &["x", "w"], &["y"]), node("Add", "add", &["y", "b"], &["z"])],
         // IR 3: initializers repeated as inputs.
-        vec![vi("x", F32, &[D::K(2), D::K(8)]), vi("w", F32, &[D::K(8), D::K(16)]), vi("b", F32, &[D::K(16)])],
+        vec![
+            vi("x", F32, &[D::K(2), D::K(8)]),
+            vi("w", F32, &[D::K(8), D::K(16)]),
+            vi("b", F32, &[D::K(16)]),
+        ],
         vec![out("z")],
     );
-    let b = TensorProto { name: "b".into(), dims: vec![16], data_type: F32, float_data: vec![0.5; 16], ..TensorProto::default() };
+    let b = TensorProto {
+        name: "b".into(),
+        dims: vec![16],
+        data_type: F32,
+        float_data: vec![0.5; 16],
+        ..TensorProto::default()
+    };
     g.initializer = vec![raw_f32("w", &[8, 16], &w), b];
     let mut m = model(g);
     m.ir_version = 3;
@@ -172,8 +205,17 @@ fn data_shorter_than_shape_is_rejected() {
     let mut g = graph(vec![node("Relu", "r", &["w"], &["y"])], vec![], vec![out("y")]);
     g.initializer = vec![raw_f32("w", &[4, 4], &[1.0; 15])];
     let e = err(&write(dir.path(), "short.onnx", &model(g.clone())));
-    assert!(e.contains("initializer 'w'") && e.contains("60 bytes") && e.contains("needs 64"), "{e}");
-    g.initializer = vec![TensorProto { name: "w".into(), dims: vec![3], data_type: F32, float_data: vec![1.0; 2], ..TensorProto::default() }];
+    assert!(
+        e.contains("initializer 'w'") && e.contains("60 bytes") && e.contains("needs 64"),
+        "{e}"
+    );
+    g.initializer = vec![TensorProto {
+        name: "w".into(),
+        dims: vec![3],
+        data_type: F32,
+        float_data: vec![1.0; 2],
+        ..TensorProto::default()
+    }];
     let e = err(&write(dir.path(), "typed.onnx", &model(g)));
     assert!(e.contains("float_data holds 2 values"), "{e}");
 }
@@ -237,9 +279,13 @@ fn external_data_mapped_and_checked() {
 #[test]
 fn if_subgraph_captures_outer_values() {
     let dir = tempfile::tempdir().unwrap();
-    let then_b = graph(vec![node("Relu", "t_relu", &["x"], &["t_out"])], vec![], vec![out("t_out")]);
+    let then_b =
+        graph(vec![node("Relu", "t_relu", &["x"], &["t_out"])], vec![], vec![out("t_out")]);
     let else_b = graph(vec![node("Neg", "e_neg", &["x"], &["e_out"])], vec![], vec![out("e_out")]);
-    let iff = with(with(node("If", "if", &["c"], &["y"]), attr_graph("then_branch", then_b)), attr_graph("else_branch", else_b));
+    let iff = with(
+        with(node("If", "if", &["c"], &["y"]), attr_graph("then_branch", then_b)),
+        attr_graph("else_branch", else_b),
+    );
     let g = graph(
         vec![iff, node("Sigmoid", "s", &["x0"], &["x"])],
         vec![vi("c", 9, &[]), vi("x0", F32, &[D::S("batch"), D::K(3)])],
@@ -265,14 +311,23 @@ fn nesting_limit_is_enforced() {
     let mut inner = graph(vec![node("Relu", "r", &["x"], &["o0"])], vec![], vec![out("o0")]);
     for d in 1..4 {
         let name = format!("o{d}");
-        let n = with(with(node("If", &format!("if{d}"), &["c"], &[&name]), attr_graph("then_branch", inner.clone())), attr_graph("else_branch", inner));
+        let n = with(
+            with(
+                node("If", &format!("if{d}"), &["c"], &[&name]),
+                attr_graph("then_branch", inner.clone()),
+            ),
+            attr_graph("else_branch", inner),
+        );
         inner = graph(vec![n], vec![], vec![out(&name)]);
     }
     let mut g = inner;
     g.input = vec![vi("c", 9, &[]), vi("x", F32, &[D::K(2)])];
     let p = write(dir.path(), "deep.onnx", &model(g));
     assert!(import(&p).is_ok());
-    let opts = ImportOptions { limits: Limits { max_nesting: 2, ..Limits::default() }, ..ImportOptions::default() };
+    let opts = ImportOptions {
+        limits: Limits { max_nesting: 2, ..Limits::default() },
+        ..ImportOptions::default()
+    };
     let e = OnnxImporter.import(&p, &opts).unwrap_err().to_string();
     assert!(e.contains("nests deeper than 2"), "{e}");
 }
@@ -314,12 +369,22 @@ fn symbolic_dims_bound_by_batch_or_left_symbolic() {
     let p = write(dir.path(), "sym.onnx", &model(g));
     let m = import(&p).unwrap();
     assert_eq!(shape_of(&m, "z"), Shape(vec![Dim::Known(4), Dim::Sym("batch".into())]));
-    assert!(m.notes.iter().any(|n| n.code == "unbound-dims" && n.message.contains("batch")), "{:?}", m.notes);
+    assert!(
+        m.notes.iter().any(|n| n.code == "unbound-dims" && n.message.contains("batch")),
+        "{:?}",
+        m.notes
+    );
     let bound = import_batch(&p, 8);
     assert_eq!(shape_of(&bound, "z"), Shape::fixed(&[4, 8]));
     // Re-binding a clone of the symbolic import.
     let mut again = m.clone();
-    let r = infer_shapes(&mut again, &ImportOptions { dims: BTreeMap::from([("batch".to_owned(), 3)]), ..ImportOptions::default() });
+    let r = infer_shapes(
+        &mut again,
+        &ImportOptions {
+            dims: BTreeMap::from([("batch".to_owned(), 3)]),
+            ..ImportOptions::default()
+        },
+    );
     assert_eq!(shape_of(&again, "z"), Shape::fixed(&[4, 3]));
     assert_eq!((r.node_outputs, r.static_outputs), (2, 2));
 }
@@ -339,8 +404,14 @@ fn reshape_through_folded_shape_chain() {
         vec![vi("x", F32, &[D::S("N"), D::K(3), D::K(4)])],
         vec![out("z")],
     );
-    let zero = TensorProto { name: "zero".into(), data_type: I64, int64_data: vec![0], ..TensorProto::default() };
-    g.initializer = vec![zero, ints("axes0", &[0]), ints("minus1", &[-1]), raw_f32("w", &[12, 2], &[0.0; 24])];
+    let zero = TensorProto {
+        name: "zero".into(),
+        data_type: I64,
+        int64_data: vec![0],
+        ..TensorProto::default()
+    };
+    g.initializer =
+        vec![zero, ints("axes0", &[0]), ints("minus1", &[-1]), raw_f32("w", &[12, 2], &[0.0; 24])];
     let p = write(dir.path(), "reshape.onnx", &model(g));
     let m = import_batch(&p, 8);
     assert_eq!(shape_of(&m, "target"), Shape::fixed(&[2]));
@@ -350,19 +421,58 @@ fn reshape_through_folded_shape_chain() {
     // Unbound: the Reshape's rank is still known.
     let m = import(&p).unwrap();
     assert_eq!(shape_of(&m, "y").rank(), 2);
-    assert!(!m.notes.iter().any(|n| n.code == "shape-inference"), "consequences of unbound dims are not warnings: {:?}", m.notes);
+    assert!(
+        !m.notes.iter().any(|n| n.code == "shape-inference"),
+        "consequences of unbound dims are not warnings: {:?}",
+        m.notes
+    );
 }
 
 #[test]
 fn constants_become_weights() {
     let dir = tempfile::tempdir().unwrap();
-    let c1 = with(node("Constant", "c1", &[], &["shape"]), AttributeProto { name: "value_ints".into(), r#type: at::INTS, ints: vec![2, 6], ..AttributeProto::default() });
+    let c1 = with(
+        node("Constant", "c1", &[], &["shape"]),
+        AttributeProto {
+            name: "value_ints".into(),
+            r#type: at::INTS,
+            ints: vec![2, 6],
+            ..AttributeProto::default()
+        },
+    );
     let tensor = raw_f32("", &[2, 6], &[1.0; 12]);
-    let c2 = with(node("Constant", "c2", &[], &["bias"]), AttributeProto { name: "value".into(), r#type: at::TENSOR, t: Some(tensor), ..AttributeProto::default() });
-    let fill = TensorProto { dims: vec![1], data_type: I64, int64_data: vec![7], ..TensorProto::default() };
-    let cos = with(node("ConstantOfShape", "cos", &["shape"], &["sevens"]), AttributeProto { name: "value".into(), r#type: at::TENSOR, t: Some(fill), ..AttributeProto::default() });
+    let c2 = with(
+        node("Constant", "c2", &[], &["bias"]),
+        AttributeProto {
+            name: "value".into(),
+            r#type: at::TENSOR,
+            t: Some(tensor),
+            ..AttributeProto::default()
+        },
+    );
+    let fill = TensorProto {
+        dims: vec![1],
+        data_type: I64,
+        int64_data: vec![7],
+        ..TensorProto::default()
+    };
+    let cos = with(
+        node("ConstantOfShape", "cos", &["shape"], &["sevens"]),
+        AttributeProto {
+            name: "value".into(),
+            r#type: at::TENSOR,
+            t: Some(fill),
+            ..AttributeProto::default()
+        },
+    );
     let g = graph(
-        vec![c1, c2, cos, node("Reshape", "r", &["x", "shape"], &["y"]), node("Add", "a", &["y", "bias"], &["z"])],
+        vec![
+            c1,
+            c2,
+            cos,
+            node("Reshape", "r", &["x", "shape"], &["y"]),
+            node("Add", "a", &["y", "bias"], &["z"]),
+        ],
         vec![vi("x", F32, &[D::K(3), D::K(4)])],
         vec![out("z"), out("sevens")],
     );
@@ -373,7 +483,10 @@ fn constants_become_weights() {
     let w = m.weights.get(*id);
     assert_eq!((w.name.as_str(), w.dtype, w.shape.clone()), ("shape", DType::I64, vec![2]));
     assert_eq!(m.graph.nodes[2].op, "ConstantOfShape");
-    assert_eq!(m.graph.values.iter().find(|v| v.name == "sevens").unwrap().ty.dtype, Some(DType::I64));
+    assert_eq!(
+        m.graph.values.iter().find(|v| v.name == "sevens").unwrap().ty.dtype,
+        Some(DType::I64)
+    );
     assert_eq!(shape_of(&m, "sevens"), Shape::fixed(&[2, 6]));
     assert_eq!(shape_of(&m, "z"), Shape::fixed(&[2, 6]));
 }
@@ -387,7 +500,10 @@ fn cycle_is_rejected_and_unsorted_order_accepted() {
         vec![out("c")],
     );
     let e = err(&write(dir.path(), "cycle.onnx", &model(g)));
-    assert!(e.contains("graph has a cycle through node 'A'") || e.contains("through node 'B'"), "{e}");
+    assert!(
+        e.contains("graph has a cycle through node 'A'") || e.contains("through node 'B'"),
+        "{e}"
+    );
     let g = graph(
         vec![node("Relu", "second", &["b"], &["c"]), node("Neg", "first", &["x"], &["b"])],
         vec![vi("x", F32, &[D::K(2)])],
@@ -402,17 +518,31 @@ fn cycle_is_rejected_and_unsorted_order_accepted() {
 #[test]
 fn dangling_input_and_duplicate_outputs_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
-    let g = graph(vec![node("Add", "Add_3", &["x", "foo"], &["y"])], vec![vi("x", F32, &[D::K(2)])], vec![out("y")]);
+    let g = graph(
+        vec![node("Add", "Add_3", &["x", "foo"], &["y"])],
+        vec![vi("x", F32, &[D::K(2)])],
+        vec![out("y")],
+    );
     let e = err(&write(dir.path(), "dangling.onnx", &model(g)));
-    assert!(e.contains("node 'Add_3' input 'foo' is produced by no node, initializer or graph input"), "{e}");
+    assert!(
+        e.contains("node 'Add_3' input 'foo' is produced by no node, initializer or graph input"),
+        "{e}"
+    );
     let g = graph(
         vec![node("Relu", "r1", &["x"], &["y"]), node("Neg", "r2", &["x"], &["y"])],
         vec![vi("x", F32, &[D::K(2)])],
         vec![out("y")],
     );
     let e = err(&write(dir.path(), "dup.onnx", &model(g)));
-    assert!(e.contains("value 'y' is produced twice") && e.contains("'r1'") && e.contains("'r2'"), "{e}");
-    let g = graph(vec![node("Relu", "r", &["x"], &["y"])], vec![vi("x", F32, &[D::K(2)])], vec![out("nothing")]);
+    assert!(
+        e.contains("value 'y' is produced twice") && e.contains("'r1'") && e.contains("'r2'"),
+        "{e}"
+    );
+    let g = graph(
+        vec![node("Relu", "r", &["x"], &["y"])],
+        vec![vi("x", F32, &[D::K(2)])],
+        vec![out("nothing")],
+    );
     let e = err(&write(dir.path(), "out.onnx", &model(g)));
     assert!(e.contains("graph output 'nothing'"), "{e}");
 }
@@ -443,12 +573,19 @@ fn unknown_op_is_kept_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let mut n = node("FancyOp", "fancy", &["x"], &["y"]);
     n.domain = "com.example".into();
-    let g = graph(vec![n, node("Relu", "r", &["y"], &["z"])], vec![vi("x", F32, &[D::K(2)])], vec![out("z")]);
+    let g = graph(
+        vec![n, node("Relu", "r", &["y"], &["z"])],
+        vec![vi("x", F32, &[D::K(2)])],
+        vec![out("z")],
+    );
     let m = import(&write(dir.path(), "unknown.onnx", &model(g))).unwrap();
     assert_eq!(m.graph.nodes[0].qualified_op(), "com.example::FancyOp");
     let warns: Vec<_> = m.notes.iter().filter(|n| n.code == "shape-inference").collect();
     assert_eq!(warns.len(), 1, "only the root cause: {warns:?}");
-    assert!(warns[0].message.contains("fancy") && warns[0].message.contains("FancyOp"), "{warns:?}");
+    assert!(
+        warns[0].message.contains("fancy") && warns[0].message.contains("FancyOp"),
+        "{warns:?}"
+    );
 }
 
 #[test]
@@ -457,7 +594,8 @@ fn sparse_initializer_is_densified() {
     let values = raw_f32("sp", &[2], &[3.0, 4.0]);
     let indices = ints("", &[1, 5]);
     let mut g = graph(vec![node("Relu", "r", &["sp"], &["y"])], vec![], vec![out("y")]);
-    g.sparse_initializer = vec![SparseTensorProto { values: Some(values), indices: Some(indices), dims: vec![2, 3] }];
+    g.sparse_initializer =
+        vec![SparseTensorProto { values: Some(values), indices: Some(indices), dims: vec![2, 3] }];
     let m = import(&write(dir.path(), "sparse.onnx", &model(g))).unwrap();
     let w = m.weights.by_name("sp").unwrap();
     let b = w.bytes().unwrap();
@@ -473,11 +611,20 @@ fn duplicate_and_transposed_initializers_are_grouped() {
     // a is 2x3; at is its transpose (3x2).
     let at: Vec<f32> = vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0];
     let mut g = graph(
-        vec![node("Add", "s", &["a", "a2"], &["y"]), node("MatMul", "m", &["y", "at"], &["z"]), node("Add", "o", &["z", "other"], &["q"])],
+        vec![
+            node("Add", "s", &["a", "a2"], &["y"]),
+            node("MatMul", "m", &["y", "at"], &["z"]),
+            node("Add", "o", &["z", "other"], &["q"]),
+        ],
         vec![],
         vec![out("q")],
     );
-    g.initializer = vec![raw_f32("a", &[2, 3], &a), raw_f32("a2", &[2, 3], &a), raw_f32("at", &[3, 2], &at), raw_f32("other", &[2, 2], &[1.0; 4])];
+    g.initializer = vec![
+        raw_f32("a", &[2, 3], &a),
+        raw_f32("a2", &[2, 3], &a),
+        raw_f32("at", &[3, 2], &at),
+        raw_f32("other", &[2, 2], &[1.0; 4]),
+    ];
     let m = import(&write(dir.path(), "dup.onnx", &model(g))).unwrap();
     let groups = duplicate_initializers(&m);
     assert_eq!(groups.len(), 1, "{groups:?}");
@@ -496,8 +643,20 @@ fn sniff_by_extension_and_content() {
 #[test]
 fn conv_pool_gemm_shapes() {
     let dir = tempfile::tempdir().unwrap();
-    let conv = with(with(with(node("Conv", "conv", &["x", "w"], &["c"]), attr_ints("strides", &[2, 2])), attr_ints("pads", &[3, 3, 3, 3])), attr_ints("kernel_shape", &[7, 7]));
-    let pool = with(with(with(node("MaxPool", "pool", &["c"], &["p"]), attr_ints("kernel_shape", &[3, 3])), attr_ints("strides", &[2, 2])), attr_ints("pads", &[1, 1, 1, 1]));
+    let conv = with(
+        with(
+            with(node("Conv", "conv", &["x", "w"], &["c"]), attr_ints("strides", &[2, 2])),
+            attr_ints("pads", &[3, 3, 3, 3]),
+        ),
+        attr_ints("kernel_shape", &[7, 7]),
+    );
+    let pool = with(
+        with(
+            with(node("MaxPool", "pool", &["c"], &["p"]), attr_ints("kernel_shape", &[3, 3])),
+            attr_ints("strides", &[2, 2]),
+        ),
+        attr_ints("pads", &[1, 1, 1, 1]),
+    );
     let mut g = graph(
         vec![
             conv,
@@ -511,7 +670,13 @@ fn conv_pool_gemm_shapes() {
         vec![out("prob")],
     );
     g.initializer = vec![
-        TensorProto { name: "w".into(), dims: vec![64, 3, 7, 7], data_type: F32, float_data: vec![0.0; 64 * 3 * 49], ..TensorProto::default() },
+        TensorProto {
+            name: "w".into(),
+            dims: vec![64, 3, 7, 7],
+            data_type: F32,
+            float_data: vec![0.0; 64 * 3 * 49],
+            ..TensorProto::default()
+        },
         raw_f32("fcw", &[10, 64], &[0.0; 640]),
         raw_f32("fcb", &[10], &[0.0; 10]),
     ];
@@ -520,4 +685,104 @@ fn conv_pool_gemm_shapes() {
     assert_eq!(shape_of(&m, "p"), Shape::fixed(&[4, 64, 56, 56]));
     assert_eq!(shape_of(&m, "fl"), Shape::fixed(&[4, 64]));
     assert_eq!(shape_of(&m, "prob"), Shape::fixed(&[4, 10]));
+}
+
+#[test]
+fn loop_with_fixed_trip_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = graph(
+        vec![
+            node("Identity", "c", &["cond_in"], &["cond_out"]),
+            node("Add", "add", &["s_in", "w"], &["s_out"]),
+            node("Identity", "scan", &["s_in"], &["scan_out"]),
+        ],
+        vec![vi("i", I64, &[]), vi("cond_in", 9, &[]), vi("s_in", F32, &[D::K(4)])],
+        vec![out("cond_out"), out("s_out"), out("scan_out")],
+    );
+    let mut g = graph(
+        vec![with(
+            node("Loop", "loop", &["M", "cond", "s0"], &["s_final", "s_all"]),
+            attr_graph("body", body),
+        )],
+        vec![vi("s0", F32, &[D::K(4)])],
+        vec![out("s_final"), out("s_all")],
+    );
+    let t = TensorProto {
+        name: "cond".into(),
+        data_type: 9,
+        int32_data: vec![1],
+        ..TensorProto::default()
+    };
+    let m = TensorProto {
+        name: "M".into(),
+        data_type: I64,
+        int64_data: vec![5],
+        ..TensorProto::default()
+    };
+    g.initializer = vec![m, t, raw_f32("w", &[4], &[1.0; 4])];
+    let model = import(&write(dir.path(), "loop.onnx", &model(g))).unwrap();
+    assert_eq!(shape_of(&model, "s_final"), Shape::fixed(&[4]));
+    assert_eq!(shape_of(&model, "s_all"), Shape::fixed(&[5, 4]));
+    let body = &model.graph.nodes[0].subgraphs[0].1;
+    assert_eq!(body.values.iter().find(|v| v.name == "w").unwrap().kind, ValueKind::Outer);
+}
+
+#[test]
+fn matmul_einsum_slice_split_squeeze_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let split = with(
+        with(node("Split", "split", &["x"], &["s0", "s1", "s2"]), attr_int("axis", 1)),
+        attr_ints("dummy", &[]),
+    );
+    let eq = AttributeProto {
+        name: "equation".into(),
+        r#type: at::STRING,
+        s: b"bij,bjk->bik".to_vec(),
+        ..AttributeProto::default()
+    };
+    let mut g = graph(
+        vec![
+            node("MatMul", "mv", &["x", "v"], &["xv"]),
+            node("MatMul", "vm", &["v6", "x"], &["vx"]),
+            with(node("Einsum", "ein", &["x", "y"], &["e"]), eq),
+            node("Slice", "sl", &["x", "starts", "ends", "axes", "steps"], &["sl"]),
+            split,
+            node("Squeeze", "sq", &["one"], &["sq"]),
+            with(
+                with(
+                    node("ConvTranspose", "ct", &["img", "ctw"], &["ct"]),
+                    attr_ints("strides", &[2, 2]),
+                ),
+                attr_ints("pads", &[1, 1, 1, 1]),
+            ),
+            with(node("ReduceMean", "rm", &["x"], &["rm"]), attr_ints("axes", &[-1])),
+        ],
+        vec![
+            vi("x", F32, &[D::K(2), D::K(6), D::K(4)]),
+            vi("y", F32, &[D::K(2), D::K(4), D::K(3)]),
+            vi("v", F32, &[D::K(4)]),
+            vi("v6", F32, &[D::K(6)]),
+            vi("one", F32, &[D::K(1), D::K(3), D::K(1)]),
+            vi("img", F32, &[D::K(1), D::K(8), D::K(10), D::K(10)]),
+        ],
+        vec![out("xv"), out("vx"), out("e"), out("sl"), out("s2"), out("sq"), out("ct"), out("rm")],
+    );
+    g.initializer = vec![
+        ints("starts", &[-1, 5]),
+        ints("ends", &[-10, 0]),
+        ints("axes", &[2, 1]),
+        ints("steps", &[-1, -2]),
+        raw_f32("ctw", &[8, 4, 4, 4], &[0.0; 512]),
+    ];
+    let m = import(&write(dir.path(), "ops.onnx", &model(g))).unwrap();
+    assert!(!m.notes.iter().any(|n| n.level >= tpuport_model::NoteLevel::Warning), "{:?}", m.notes);
+    assert_eq!(shape_of(&m, "xv"), Shape::fixed(&[2, 6]));
+    assert_eq!(shape_of(&m, "vx"), Shape::fixed(&[2, 4]));
+    assert_eq!(shape_of(&m, "e"), Shape::fixed(&[2, 6, 3]));
+    // axis 2: from 3 down to 0 (4 elements), axis 1: 5, 3, 1 (3 elements).
+    assert_eq!(shape_of(&m, "sl"), Shape::fixed(&[2, 3, 4]));
+    assert_eq!(shape_of(&m, "s2"), Shape::fixed(&[2, 2, 4]));
+    assert_eq!(shape_of(&m, "sq"), Shape::fixed(&[3]));
+    assert_eq!(shape_of(&m, "ct"), Shape::fixed(&[1, 4, 20, 20]));
+    assert_eq!(shape_of(&m, "rm"), Shape::fixed(&[2, 6, 1]));
 }

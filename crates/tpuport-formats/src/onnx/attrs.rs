@@ -37,7 +37,12 @@ fn lossy(b: &[u8]) -> String {
 
 impl Converter {
     /// Converts a non-graph attribute of node `label` whose first output is `out`.
-    pub(crate) fn attr(&mut self, a: &AttributeProto, label: &str, out: &str) -> Result<Attr, FormatError> {
+    pub(crate) fn attr(
+        &mut self,
+        a: &AttributeProto,
+        label: &str,
+        out: &str,
+    ) -> Result<Attr, FormatError> {
         if !a.ref_attr_name.is_empty() {
             return Ok(Attr::Text(format!("@{}", a.ref_attr_name)));
         }
@@ -51,12 +56,17 @@ impl Converter {
             at::INTS => Attr::Ints(a.ints.clone()),
             at::STRINGS => Attr::Strs(a.strings.iter().map(|s| lossy(s)).collect()),
             at::TENSOR => {
-                let t = a.t.as_ref().ok_or_else(|| self.invalid(format!("{} has no tensor", what(""))))?;
+                let t =
+                    a.t.as_ref()
+                        .ok_or_else(|| self.invalid(format!("{} has no tensor", what(""))))?;
                 let w = self.reader.weight(t, format!("{out}:{}", a.name), &what(""))?;
                 Attr::Weight(self.weights.push(w))
             }
             at::SPARSE_TENSOR => {
-                let t = a.sparse_tensor.as_ref().ok_or_else(|| self.invalid(format!("{} has no tensor", what(""))))?;
+                let t = a
+                    .sparse_tensor
+                    .as_ref()
+                    .ok_or_else(|| self.invalid(format!("{} has no tensor", what(""))))?;
                 let mut w = self.reader.sparse(t, &what(""))?;
                 w.name = format!("{out}:{}", a.name);
                 Attr::Weight(self.weights.push(w))
@@ -64,7 +74,11 @@ impl Converter {
             at::TENSORS | at::SPARSE_TENSORS => {
                 let mut names = Vec::new();
                 for (i, t) in a.tensors.iter().enumerate() {
-                    let w = self.reader.weight(t, format!("{out}:{}[{i}]", a.name), &what(&format!(" [{i}]")))?;
+                    let w = self.reader.weight(
+                        t,
+                        format!("{out}:{}[{i}]", a.name),
+                        &what(&format!(" [{i}]")),
+                    )?;
                     names.push(w.name.clone());
                     self.weights.push(w);
                 }
@@ -78,16 +92,29 @@ impl Converter {
             }
             at::TYPE_PROTO => Attr::Type(tensor_type(a.tp.as_ref())),
             at::TYPE_PROTOS => Attr::Text(
-                a.type_protos.iter().map(|t| tensor_type(Some(t)).to_string()).collect::<Vec<_>>().join(", "),
+                a.type_protos
+                    .iter()
+                    .map(|t| tensor_type(Some(t)).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             ),
-            other => return Err(self.invalid(format!("{} has unknown type code {other}", what("")))),
+            other => {
+                return Err(self.invalid(format!("{} has unknown type code {other}", what(""))));
+            }
         })
     }
 
     /// The single `value` attribute of a `Constant` node, as a weight named `out`.
-    pub(crate) fn constant_value(&mut self, attrs: &[AttributeProto], label: &str, out: &str) -> Result<Attr, FormatError> {
+    pub(crate) fn constant_value(
+        &mut self,
+        attrs: &[AttributeProto],
+        label: &str,
+        out: &str,
+    ) -> Result<Attr, FormatError> {
         let what = format!("value of Constant node '{label}'");
-        let Some(a) = attrs.iter().find(|a| a.name.starts_with("value") || a.name == "sparse_value") else {
+        let Some(a) =
+            attrs.iter().find(|a| a.name.starts_with("value") || a.name == "sparse_value")
+        else {
             return Err(self.invalid(format!("Constant node '{label}' has no value attribute")));
         };
         let small = |dtype: DType, shape: Vec<u64>, bytes: Vec<u8>| Weight {
@@ -98,11 +125,15 @@ impl Converter {
         };
         let w = match a.name.as_str() {
             "value" => {
-                let t = a.t.as_ref().ok_or_else(|| self.invalid(format!("{what} has no tensor")))?;
+                let t =
+                    a.t.as_ref().ok_or_else(|| self.invalid(format!("{what} has no tensor")))?;
                 self.reader.weight(t, out.to_owned(), &what)?
             }
             "sparse_value" => {
-                let t = a.sparse_tensor.as_ref().ok_or_else(|| self.invalid(format!("{what} has no tensor")))?;
+                let t = a
+                    .sparse_tensor
+                    .as_ref()
+                    .ok_or_else(|| self.invalid(format!("{what} has no tensor")))?;
                 let mut w = self.reader.sparse(t, &what)?;
                 out.clone_into(&mut w.name);
                 w
@@ -114,12 +145,21 @@ impl Converter {
                 a.floats.iter().flat_map(|v| v.to_le_bytes()).collect(),
             ),
             "value_int" => small(DType::I64, vec![], a.i.to_le_bytes().to_vec()),
-            "value_ints" => {
-                small(DType::I64, vec![a.ints.len() as u64], a.ints.iter().flat_map(|v| v.to_le_bytes()).collect())
+            "value_ints" => small(
+                DType::I64,
+                vec![a.ints.len() as u64],
+                a.ints.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            "value_string" => {
+                small(DType::String, vec![], string_bytes(std::slice::from_ref(&a.s)))
             }
-            "value_string" => small(DType::String, vec![], string_bytes(std::slice::from_ref(&a.s))),
-            "value_strings" => small(DType::String, vec![a.strings.len() as u64], string_bytes(&a.strings)),
-            other => return Err(self.invalid(format!("Constant node '{label}' has unknown attribute '{other}'"))),
+            "value_strings" => {
+                small(DType::String, vec![a.strings.len() as u64], string_bytes(&a.strings))
+            }
+            other => {
+                return Err(self
+                    .invalid(format!("Constant node '{label}' has unknown attribute '{other}'")));
+            }
         };
         Ok(Attr::Weight(self.weights.push(w)))
     }

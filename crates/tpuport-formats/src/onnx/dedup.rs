@@ -130,7 +130,9 @@ fn hash_of(model: &Model, cache: &mut HashMap<WeightId, Option<u64>>, id: Weight
 
 /// Cheap pre-check: the first and last 64 bytes agree.
 fn ends_equal(model: &Model, a: WeightId, b: WeightId) -> bool {
-    let (Ok(x), Ok(y)) = (model.weights.get(a).bytes(), model.weights.get(b).bytes()) else { return false };
+    let (Ok(x), Ok(y)) = (model.weights.get(a).bytes(), model.weights.get(b).bytes()) else {
+        return false;
+    };
     let k = x.len().min(64);
     x.len() == y.len() && x[..k] == y[..k] && x[x.len() - k..] == y[y.len() - k..]
 }
@@ -142,7 +144,9 @@ fn equal(model: &Model, a: WeightId, b: WeightId, transpose: Option<(usize, bool
     let (wa, wb) = (model.weights.get(a), model.weights.get(b));
     let (Ok(x), Ok(y)) = (wa.bytes(), wb.bytes()) else { return false };
     let Some((k, first_row_only)) = transpose else { return x == y };
-    let (Ok(rows), Ok(cols)) = (usize::try_from(wa.shape[0]), usize::try_from(wa.shape[1])) else { return false };
+    let (Ok(rows), Ok(cols)) = (usize::try_from(wa.shape[0]), usize::try_from(wa.shape[1])) else {
+        return false;
+    };
     if x.len() != rows * cols * k || y.len() != x.len() {
         return false;
     }

@@ -20,7 +20,10 @@ pub(crate) struct ExternalFiles {
 }
 
 /// Maps a whole file read-only.
-#[allow(unsafe_code, reason = "memory-mapping model and weight files is the point of the lazy store")]
+#[allow(
+    unsafe_code,
+    reason = "memory-mapping model and weight files is the point of the lazy store"
+)]
 pub(crate) fn map_file(file: &File) -> std::io::Result<Mmap> {
     // SAFETY: the mapping is read-only and tpuport never writes to model files; a file
     // truncated or rewritten by another process while mapped is outside what any mmap reader
@@ -39,14 +42,17 @@ impl ExternalFiles {
         need: u64,
     ) -> Result<WeightData, FormatError> {
         let get = |k: &str| entries.iter().rev().find(|e| e.key == k).map(|e| e.value.as_str());
-        let location = get("location")
-            .filter(|l| !l.is_empty())
-            .ok_or_else(|| FormatError::invalid(model, format!("{what}: external data has no location")))?;
+        let location = get("location").filter(|l| !l.is_empty()).ok_or_else(|| {
+            FormatError::invalid(model, format!("{what}: external data has no location"))
+        })?;
         let parse = |k: &str| -> Result<Option<u64>, FormatError> {
             get(k)
                 .map(|v| {
                     v.trim().parse::<u64>().map_err(|_| {
-                        FormatError::invalid(model, format!("{what}: external data {k} '{v}' is not a byte count"))
+                        FormatError::invalid(
+                            model,
+                            format!("{what}: external data {k} '{v}' is not a byte count"),
+                        )
                     })
                 })
                 .transpose()
@@ -79,7 +85,9 @@ impl ExternalFiles {
         if len != need {
             return Err(FormatError::invalid(
                 model,
-                format!("{what}: external data holds {len} bytes, but its dtype and shape need {need}"),
+                format!(
+                    "{what}: external data holds {len} bytes, but its dtype and shape need {need}"
+                ),
             ));
         }
         Ok(WeightData::Mapped { map, path, offset, len })
@@ -96,7 +104,10 @@ impl ExternalFiles {
             return Ok((Arc::clone(m), Arc::clone(p)));
         }
         let fail = |e: std::io::Error| {
-            FormatError::invalid(model, format!("{what}: external data file {}: {e}", full.display()))
+            FormatError::invalid(
+                model,
+                format!("{what}: external data file {}: {e}", full.display()),
+            )
         };
         // A symlink inside the model directory may still point outside it: compare real paths.
         let real = full.canonicalize().map_err(fail)?;
@@ -104,7 +115,10 @@ impl ExternalFiles {
         if !real.starts_with(&real_dir) {
             return Err(FormatError::invalid(
                 model,
-                format!("{what}: external data file {} resolves outside the model's directory", full.display()),
+                format!(
+                    "{what}: external data file {} resolves outside the model's directory",
+                    full.display()
+                ),
             ));
         }
         let file = File::open(&real).map_err(fail)?;

@@ -9,7 +9,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-use tpuport_model::{Attr, Graph, Node, Note, Shape, TensorType, Value, ValueId, ValueKind, WeightId, WeightStore};
+use tpuport_model::{
+    Attr, Graph, Node, Note, Shape, TensorType, Value, ValueId, ValueKind, WeightId, WeightStore,
+};
 
 use crate::FormatError;
 
@@ -48,14 +50,20 @@ impl Converter {
     fn count(&mut self, n: usize) -> Result<(), FormatError> {
         self.items = self.items.saturating_add(n as u64);
         if self.items > self.reader.limits.max_items {
-            return Err(self.invalid(format!("more than {} nodes and values", self.reader.limits.max_items)));
+            return Err(self
+                .invalid(format!("more than {} nodes and values", self.reader.limits.max_items)));
         }
         Ok(())
     }
 
     /// Converts a graph. `outer` holds the names of enclosing scopes; `depth` is 0 for the main
     /// graph and function bodies.
-    pub(crate) fn graph(&mut self, gp: &GraphProto, outer: &Outer<'_>, depth: usize) -> Result<Graph, FormatError> {
+    pub(crate) fn graph(
+        &mut self,
+        gp: &GraphProto,
+        outer: &Outer<'_>,
+        depth: usize,
+    ) -> Result<Graph, FormatError> {
         if depth > self.reader.limits.max_nesting {
             return Err(self.invalid(format!(
                 "subgraph '{}' nests deeper than {} levels",
@@ -103,7 +111,12 @@ impl Converter {
         for (name, wid) in inits {
             let w = self.weights.get(wid);
             let ty = TensorType::new(w.dtype, Shape::fixed(&w.shape));
-            let id = g.add_value(Value { name: name.clone(), ty, kind: ValueKind::Weight(wid), producer: None });
+            let id = g.add_value(Value {
+                name: name.clone(),
+                ty,
+                kind: ValueKind::Weight(wid),
+                producer: None,
+            });
             ids.insert(name, id);
         }
 
@@ -126,7 +139,8 @@ impl Converter {
                 }
             }
         }
-        let local: HashSet<String> = ids.keys().cloned().chain(producer.keys().map(|s| (*s).to_owned())).collect();
+        let local: HashSet<String> =
+            ids.keys().cloned().chain(producer.keys().map(|s| (*s).to_owned())).collect();
 
         // Subgraphs, converted with this graph's names in scope; their captures are implicit inputs.
         let mut scopes: Vec<&HashSet<String>> = outer.to_vec();
@@ -144,7 +158,12 @@ impl Converter {
                 let mut graphs = Vec::new();
                 for sg in a.g.iter().chain(a.graphs.iter()) {
                     let sub = self.graph(sg, &scopes, depth + 1)?;
-                    caps.extend(sub.values.iter().filter(|v| v.kind == ValueKind::Outer).map(|v| v.name.clone()));
+                    caps.extend(
+                        sub.values
+                            .iter()
+                            .filter(|v| v.kind == ValueKind::Outer)
+                            .map(|v| v.name.clone()),
+                    );
                     graphs.push(sub);
                 }
                 per_attr.push(Some(graphs));
@@ -189,8 +208,11 @@ impl Converter {
         }
         let order = self.topo_order(gp, &deps)?;
 
-        let value_info: HashMap<&str, TensorType> =
-            gp.value_info.iter().map(|v| (v.name.as_str(), tensor_type(v.r#type.as_ref()))).collect();
+        let value_info: HashMap<&str, TensorType> = gp
+            .value_info
+            .iter()
+            .map(|v| (v.name.as_str(), tensor_type(v.r#type.as_ref())))
+            .collect();
         for i in order {
             let n = &gp.node[i];
             let lbl = label(n, i);
@@ -198,19 +220,32 @@ impl Converter {
             let mut outputs = Vec::with_capacity(n.output.len());
             for o in &n.output {
                 let ty = value_info.get(o.as_str()).cloned().unwrap_or_default();
-                let id = g.add_value(Value { name: o.clone(), ty, kind: ValueKind::Intermediate, producer: None });
+                let id = g.add_value(Value {
+                    name: o.clone(),
+                    ty,
+                    kind: ValueKind::Intermediate,
+                    producer: None,
+                });
                 if !o.is_empty() {
                     ids.insert(o.clone(), id);
                 }
                 outputs.push(id);
             }
-            let inputs = n.input.iter().map(|s| if s.is_empty() { None } else { ids.get(s).copied() }).collect();
+            let inputs = n
+                .input
+                .iter()
+                .map(|s| if s.is_empty() { None } else { ids.get(s).copied() })
+                .collect();
             let first_out = n.output.first().map_or(lbl.as_str(), String::as_str).to_owned();
             let mut attrs = Vec::with_capacity(n.attribute.len());
             let mut subgraphs = Vec::new();
-            let is_constant = n.op_type == "Constant" && (n.domain.is_empty() || n.domain == "ai.onnx");
+            let is_constant =
+                n.op_type == "Constant" && (n.domain.is_empty() || n.domain == "ai.onnx");
             if is_constant {
-                attrs.push(("value".to_owned(), self.constant_value(&n.attribute, &lbl, &first_out)?));
+                attrs.push((
+                    "value".to_owned(),
+                    self.constant_value(&n.attribute, &lbl, &first_out)?,
+                ));
             }
             for (a, sg) in n.attribute.iter().zip(std::mem::take(&mut subs[i])) {
                 if let Some(graphs) = sg {
@@ -220,8 +255,11 @@ impl Converter {
                     for sub in graphs {
                         subgraphs.push((a.name.clone(), sub));
                     }
-                    let attr =
-                        if single { Attr::Graph(start) } else { Attr::Graphs((start..subgraphs.len()).collect()) };
+                    let attr = if single {
+                        Attr::Graph(start)
+                    } else {
+                        Attr::Graphs((start..subgraphs.len()).collect())
+                    };
                     attrs.push((a.name.clone(), attr));
                 } else if !is_constant {
                     attrs.push((a.name.clone(), self.attr(a, &lbl, &first_out)?));
@@ -280,13 +318,17 @@ impl Converter {
         for (i, d) in deps.iter().enumerate() {
             for &j in d {
                 if j == i {
-                    return Err(self.invalid(format!("graph has a cycle through node '{}'", label(&gp.node[i], i))));
+                    return Err(self.invalid(format!(
+                        "graph has a cycle through node '{}'",
+                        label(&gp.node[i], i)
+                    )));
                 }
                 indeg[i] += 1;
                 succ[j].push(i);
             }
         }
-        let mut ready: BinaryHeap<Reverse<usize>> = (0..n).filter(|&i| indeg[i] == 0).map(Reverse).collect();
+        let mut ready: BinaryHeap<Reverse<usize>> =
+            (0..n).filter(|&i| indeg[i] == 0).map(Reverse).collect();
         let mut order = Vec::with_capacity(n);
         while let Some(Reverse(j)) = ready.pop() {
             order.push(j);

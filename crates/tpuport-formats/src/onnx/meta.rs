@@ -18,8 +18,10 @@ use super::proto::ModelProto;
 /// Metadata of a decoded model; `graph` is the converted main graph (value names are one of
 /// the exporter signals).
 pub(crate) fn metadata(m: &ModelProto, graph: &Graph) -> Metadata {
-    let opsets: Vec<(String, i64)> = m.opset_import.iter().map(|o| (o.domain.clone(), o.version)).collect();
-    let properties: Vec<(String, String)> = m.metadata_props.iter().map(|p| (p.key.clone(), p.value.clone())).collect();
+    let opsets: Vec<(String, i64)> =
+        m.opset_import.iter().map(|o| (o.domain.clone(), o.version)).collect();
+    let properties: Vec<(String, String)> =
+        m.metadata_props.iter().map(|p| (p.key.clone(), p.value.clone())).collect();
     let (framework, exporter) = guess(m, graph);
     let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
     Metadata {
@@ -49,10 +51,16 @@ fn guess(m: &ModelProto, graph: &Graph) -> (Framework, Option<String>) {
 fn torch_exporter(m: &ModelProto, graph: &Graph) -> &'static str {
     const DYNAMO: &str = "torch.onnx (dynamo)";
     const LEGACY: &str = "torch.onnx (TorchScript)";
-    let pkg_domain = m.opset_import.iter().any(|o| o.domain.starts_with("pkg.onnxscript") || o.domain.starts_with("pkg.torch"));
+    let pkg_domain = m
+        .opset_import
+        .iter()
+        .any(|o| o.domain.starts_with("pkg.onnxscript") || o.domain.starts_with("pkg.torch"));
     let pkg_meta = m.metadata_props.iter().any(|p| p.key.starts_with("pkg.torch"))
         || m.graph.as_ref().is_some_and(|g| {
-            g.node.iter().take(64).any(|n| n.metadata_props.iter().any(|p| p.key.starts_with("pkg.torch")))
+            g.node
+                .iter()
+                .take(64)
+                .any(|n| n.metadata_props.iter().any(|p| p.key.starts_with("pkg.torch")))
         });
     if pkg_domain || pkg_meta {
         return DYNAMO;

@@ -84,7 +84,10 @@ fn decode(path: &Path, map: &Arc<memmap2::Mmap>) -> Result<ModelProto, FormatErr
     let bytes = Bytes::from_owner(MapOwner(Arc::clone(map)));
     let m = ModelProto::decode(bytes).map_err(|e| {
         let msg = e.to_string().replace('\n', " ");
-        FormatError::invalid(path, format!("not a valid ONNX protobuf (truncated or corrupt): {msg}"))
+        FormatError::invalid(
+            path,
+            format!("not a valid ONNX protobuf (truncated or corrupt): {msg}"),
+        )
     })?;
     if m.graph.is_none() {
         return Err(FormatError::invalid(path, "ModelProto has no graph (not an ONNX model?)"));
@@ -101,14 +104,20 @@ fn convert(
 ) -> Result<Model, FormatError> {
     let reader = TensorReader::new(path, map, opts.limits.clone());
     let mut cx = Converter::new(reader);
-    let gp = proto.graph.as_ref().ok_or_else(|| FormatError::invalid(path, "ModelProto has no graph"))?;
+    let gp = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| FormatError::invalid(path, "ModelProto has no graph"))?;
     let graph = cx.graph(gp, &[], 0)?;
     let mut functions = Vec::with_capacity(proto.functions.len());
     let mut seen: HashMap<String, ()> = HashMap::new();
     for f in &proto.functions {
         let g = function(&mut cx, f)?;
         if seen.insert(g.name.clone(), ()).is_some() {
-            return Err(FormatError::invalid(path, format!("function '{}' is defined twice", g.name)));
+            return Err(FormatError::invalid(
+                path,
+                format!("function '{}' is defined twice", g.name),
+            ));
         }
         functions.push(g);
     }
@@ -117,7 +126,11 @@ fn convert(
     model.graph = graph;
     model.functions = functions;
     if proto.ir_version < 4 {
-        model.note(NoteLevel::Info, "onnx-ir3", "IR version < 4: initializers listed as graph inputs were not counted as inputs");
+        model.note(
+            NoteLevel::Info,
+            "onnx-ir3",
+            "IR version < 4: initializers listed as graph inputs were not counted as inputs",
+        );
     }
     model.notes.append(&mut cx.notes);
     model.weights = cx.weights;
@@ -128,7 +141,11 @@ fn convert(
 /// appended when the function has one.
 #[must_use]
 pub fn function_key(domain: &str, name: &str, overload: &str) -> String {
-    if overload.is_empty() { format!("{domain}::{name}") } else { format!("{domain}::{name}:{overload}") }
+    if overload.is_empty() {
+        format!("{domain}::{name}")
+    } else {
+        format!("{domain}::{name}:{overload}")
+    }
 }
 
 fn function(cx: &mut Converter, f: &FunctionProto) -> Result<Graph, FormatError> {
@@ -147,7 +164,9 @@ fn function(cx: &mut Converter, f: &FunctionProto) -> Result<Graph, FormatError>
         ..GraphProto::default()
     };
     let mut g = cx.graph(&gp, &[], 0).map_err(|e| match e {
-        FormatError::Invalid { path, what } => FormatError::Invalid { path, what: format!("function '{key}': {what}") },
+        FormatError::Invalid { path, what } => {
+            FormatError::Invalid { path, what: format!("function '{key}': {what}") }
+        }
         other => other,
     })?;
     g.attrs.push(("domain".to_owned(), Attr::Str(f.domain.clone())));

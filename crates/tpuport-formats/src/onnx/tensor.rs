@@ -52,17 +52,26 @@ impl TensorReader {
     }
 
     /// Converts a tensor; `what` names it in messages (`initializer 'w'`).
-    pub(crate) fn weight(&mut self, t: &TensorProto, name: String, what: &str) -> Result<Weight, FormatError> {
+    pub(crate) fn weight(
+        &mut self,
+        t: &TensorProto,
+        name: String,
+        what: &str,
+    ) -> Result<Weight, FormatError> {
         let (dtype, shape, n) = self.header(t, what)?;
         let need = dtype.storage_bytes(n);
         if t.segment.is_some() {
             return Err(FormatError::unsupported(&self.path, format!("{what}: segmented tensors")));
         }
         let data = if t.data_location == DATA_LOCATION_EXTERNAL {
-            let need = need.ok_or_else(|| self.invalid(format!("{what}: string tensors cannot be external")))?;
+            let need = need.ok_or_else(|| {
+                self.invalid(format!("{what}: string tensors cannot be external"))
+            })?;
             self.external.resolve(&self.path, &self.dir, &t.external_data, what, need)?
         } else if !t.raw_data.is_empty() {
-            let need = need.ok_or_else(|| self.invalid(format!("{what}: string tensors cannot use raw_data")))?;
+            let need = need.ok_or_else(|| {
+                self.invalid(format!("{what}: string tensors cannot use raw_data"))
+            })?;
             if t.raw_data.len() as u64 != need {
                 return Err(self.invalid(format!(
                     "{what}: raw_data holds {} bytes, but {dtype}{} needs {need}",
@@ -73,7 +82,10 @@ impl TensorReader {
             self.raw(&t.raw_data)
         } else {
             WeightData::Inline(Arc::from(typed_bytes(t, dtype, n).map_err(|m| {
-                self.invalid(format!("{what}: {m}, but {dtype}{} needs {n} elements", Shape::fixed(&shape)))
+                self.invalid(format!(
+                    "{what}: {m}, but {dtype}{} needs {n} elements",
+                    Shape::fixed(&shape)
+                ))
             })?))
         };
         Ok(Weight { name, dtype, shape, data })
@@ -82,10 +94,14 @@ impl TensorReader {
     /// Element type, validated shape and element count.
     fn header(&self, t: &TensorProto, what: &str) -> Result<(DType, Vec<u64>, u64), FormatError> {
         let dtype = from_onnx(t.data_type).ok_or_else(|| {
-            FormatError::unsupported(&self.path, format!("{what}: element type code {}", t.data_type))
+            FormatError::unsupported(
+                &self.path,
+                format!("{what}: element type code {}", t.data_type),
+            )
         })?;
         let shape = dims(&t.dims).map_err(|m| self.invalid(format!("{what}: {m}")))?;
-        let n = Shape::fixed(&shape).elements().map_err(|e| self.invalid(format!("{what}: {e}")))?;
+        let n =
+            Shape::fixed(&shape).elements().map_err(|e| self.invalid(format!("{what}: {e}")))?;
         if dtype.storage_bytes(n).is_none() && dtype != DType::String {
             return Err(self.invalid(format!("{what}: byte size of {n} elements overflows")));
         }
@@ -109,24 +125,38 @@ impl TensorReader {
     }
 
     /// Converts a sparse tensor to a dense weight named after its values tensor.
-    pub(crate) fn sparse(&mut self, s: &SparseTensorProto, what: &str) -> Result<Weight, FormatError> {
-        let values = s.values.as_ref().ok_or_else(|| self.invalid(format!("{what}: sparse tensor has no values")))?;
-        let indices =
-            s.indices.as_ref().ok_or_else(|| self.invalid(format!("{what}: sparse tensor has no indices")))?;
+    pub(crate) fn sparse(
+        &mut self,
+        s: &SparseTensorProto,
+        what: &str,
+    ) -> Result<Weight, FormatError> {
+        let values = s
+            .values
+            .as_ref()
+            .ok_or_else(|| self.invalid(format!("{what}: sparse tensor has no values")))?;
+        let indices = s
+            .indices
+            .as_ref()
+            .ok_or_else(|| self.invalid(format!("{what}: sparse tensor has no indices")))?;
         let name = values.name.clone();
         let vw = self.weight(values, name.clone(), &format!("{what} values"))?;
         let iw = self.weight(indices, String::new(), &format!("{what} indices"))?;
         let shape = dims(&s.dims).map_err(|m| self.invalid(format!("{what}: {m}")))?;
-        let n = Shape::fixed(&shape).elements().map_err(|e| self.invalid(format!("{what}: {e}")))?;
-        let width = vw
-            .dtype
-            .bits()
-            .filter(|b| b % 8 == 0)
-            .map(|b| (b / 8) as usize)
-            .ok_or_else(|| FormatError::unsupported(&self.path, format!("{what}: sparse {} values", vw.dtype)))?;
-        let total = n.checked_mul(width as u64).filter(|b| *b <= self.limits.max_inflated_bytes).ok_or_else(|| {
-            self.invalid(format!("{what}: dense size of {n} elements exceeds the {} byte limit", self.limits.max_inflated_bytes))
-        })?;
+        let n =
+            Shape::fixed(&shape).elements().map_err(|e| self.invalid(format!("{what}: {e}")))?;
+        let width =
+            vw.dtype.bits().filter(|b| b % 8 == 0).map(|b| (b / 8) as usize).ok_or_else(|| {
+                FormatError::unsupported(&self.path, format!("{what}: sparse {} values", vw.dtype))
+            })?;
+        let total = n
+            .checked_mul(width as u64)
+            .filter(|b| *b <= self.limits.max_inflated_bytes)
+            .ok_or_else(|| {
+                self.invalid(format!(
+                    "{what}: dense size of {n} elements exceeds the {} byte limit",
+                    self.limits.max_inflated_bytes
+                ))
+            })?;
         let nnz = vw.elements();
         if vw.shape.len() != 1 {
             return Err(self.invalid(format!("{what}: sparse values must be 1-D")));
@@ -135,11 +165,21 @@ impl TensorReader {
         let linear = match iw.shape.as_slice() {
             [k] if *k == nnz => true,
             [k, r] if *k == nnz && *r == rank => false,
-            _ => return Err(self.invalid(format!("{what}: indices shape {:?} fits neither [NNZ] nor [NNZ, rank]", iw.shape))),
+            _ => {
+                return Err(self.invalid(format!(
+                    "{what}: indices shape {:?} fits neither [NNZ] nor [NNZ, rank]",
+                    iw.shape
+                )));
+            }
         };
-        let idx = int_values(&iw).ok_or_else(|| self.invalid(format!("{what}: indices must be int64 or int32")))?;
+        let idx = int_values(&iw)
+            .ok_or_else(|| self.invalid(format!("{what}: indices must be int64 or int32")))?;
         let vbytes = vw.bytes().map_err(|e| self.invalid(format!("{what}: {e}")))?;
-        let mut out = vec![0u8; usize::try_from(total).map_err(|_| self.invalid(format!("{what}: too large")))?];
+        let mut out = vec![
+            0u8;
+            usize::try_from(total)
+                .map_err(|_| self.invalid(format!("{what}: too large")))?
+        ];
         for k in 0..usize::try_from(nnz).unwrap_or(0) {
             let flat = if linear {
                 u64::try_from(idx[k]).ok()
@@ -156,9 +196,9 @@ impl TensorReader {
                 }
                 ok.then_some(f)
             };
-            let flat = flat
-                .filter(|f| *f < n)
-                .ok_or_else(|| self.invalid(format!("{what}: sparse index {k} lies outside the dense shape")))?;
+            let flat = flat.filter(|f| *f < n).ok_or_else(|| {
+                self.invalid(format!("{what}: sparse index {k} lies outside the dense shape"))
+            })?;
             let (dst, src) = (flat as usize * width, k * width);
             out[dst..dst + width].copy_from_slice(&vbytes[src..src + width]);
         }
@@ -177,10 +217,14 @@ pub(crate) fn dims(d: &[i64]) -> Result<Vec<u64>, String> {
 fn int_values(w: &Weight) -> Option<Vec<i64>> {
     let b = w.bytes().ok()?;
     match w.dtype {
-        DType::I64 => Some(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()),
-        DType::I32 => {
-            Some(b.chunks_exact(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().unwrap_or([0; 4])))).collect())
-        }
+        DType::I64 => Some(
+            b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect(),
+        ),
+        DType::I32 => Some(
+            b.chunks_exact(4)
+                .map(|c| i64::from(i32::from_le_bytes(c.try_into().unwrap_or([0; 4]))))
+                .collect(),
+        ),
         _ => None,
     }
 }

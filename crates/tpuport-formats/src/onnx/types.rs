@@ -31,7 +31,9 @@ pub(crate) fn shape(s: &TensorShapeProto) -> Shape {
         s.dim
             .iter()
             .map(|d| match &d.value {
-                Some(DimValue::DimValue(v)) => u64::try_from(*v).map_or_else(|_| Dim::unknown(), Dim::Known),
+                Some(DimValue::DimValue(v)) => {
+                    u64::try_from(*v).map_or_else(|_| Dim::unknown(), Dim::Known)
+                }
                 Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Sym(p.clone()),
                 _ => Dim::unknown(),
             })

@@ -13,7 +13,11 @@ use super::{Engine, find_value};
 const MAX_CALL_DEPTH: usize = 16;
 
 /// Gives a subgraph's captured values the enclosing graph's types; returns their known values.
-fn seed_outer(sub: &mut Graph, outer: &Graph, consts: &HashMap<ValueId, Const>) -> HashMap<String, Const> {
+fn seed_outer(
+    sub: &mut Graph,
+    outer: &Graph,
+    consts: &HashMap<ValueId, Const>,
+) -> HashMap<String, Const> {
     let mut seeds = HashMap::new();
     for v in sub.values.iter_mut().filter(|v| v.kind == ValueKind::Outer) {
         if let Some((id, ov)) = find_value(outer, &v.name) {
@@ -39,9 +43,12 @@ fn outputs(g: &Graph, consts_of: &HashMap<String, Const>) -> Vec<Out> {
 /// The common type of two branch outputs: equal parts kept, differing dims unknown.
 fn join(a: &TensorType, b: &TensorType) -> TensorType {
     let shape = match (&a.shape, &b.shape) {
-        (Some(x), Some(y)) if x.rank() == y.rank() => {
-            Some(Shape(x.0.iter().zip(&y.0).map(|(p, q)| if p == q { p.clone() } else { Dim::unknown() }).collect()))
-        }
+        (Some(x), Some(y)) if x.rank() == y.rank() => Some(Shape(
+            x.0.iter()
+                .zip(&y.0)
+                .map(|(p, q)| if p == q { p.clone() } else { Dim::unknown() })
+                .collect(),
+        )),
         _ => None,
     };
     TensorType { dtype: a.dtype.or(b.dtype), shape }
@@ -62,7 +69,9 @@ impl Engine<'_> {
             self.graph(sub, &seeds, true);
             branch_outs.insert(name.clone(), outputs(sub, &HashMap::new()));
         }
-        let (Some(then), Some(els)) = (branch_outs.get("then_branch"), branch_outs.get("else_branch")) else {
+        let (Some(then), Some(els)) =
+            (branch_outs.get("then_branch"), branch_outs.get("else_branch"))
+        else {
             return Err(Fail::Invalid("If without both branches".to_owned()));
         };
         if let Some(c) = cx.value(0) {
@@ -89,8 +98,10 @@ impl Engine<'_> {
             return Err(Fail::Invalid("Loop body signature does not match its inputs".to_owned()));
         }
         let mut seeds = seed_outer(body, g, consts);
-        body.value_mut(body.inputs[0]).ty = TensorType::new(tpuport_model::DType::I64, Shape::scalar());
-        body.value_mut(body.inputs[1]).ty = TensorType::new(tpuport_model::DType::Bool, Shape::scalar());
+        body.value_mut(body.inputs[0]).ty =
+            TensorType::new(tpuport_model::DType::I64, Shape::scalar());
+        body.value_mut(body.inputs[1]).ty =
+            TensorType::new(tpuport_model::DType::Bool, Shape::scalar());
         for k in 0..carried {
             if let Some(t) = cx.types[k + 2] {
                 body.value_mut(body.inputs[k + 2]).ty = t.clone();
@@ -104,7 +115,9 @@ impl Engine<'_> {
         });
         let cond_true = !cx.has(1) || cx.value(1).is_some_and(|c| c.i(0) != 0);
         let trips = match cx.value(0) {
-            Some(m) if cond_passthrough && cond_true => u64::try_from(m.i(0)).map_or_else(|_| Dim::unknown(), Dim::Known),
+            Some(m) if cond_passthrough && cond_true => {
+                u64::try_from(m.i(0)).map_or_else(|_| Dim::unknown(), Dim::Known)
+            }
             _ => Dim::unknown(),
         };
         let mut outs = Vec::new();
@@ -114,7 +127,8 @@ impl Engine<'_> {
                 let init = cx.types[k + 1].cloned().unwrap_or_default();
                 outs.push(Out { ty: join(&init, &t), value: None });
             } else {
-                let shape = t.shape.map(|s| Shape(std::iter::once(trips.clone()).chain(s.0).collect()));
+                let shape =
+                    t.shape.map(|s| Shape(std::iter::once(trips.clone()).chain(s.0).collect()));
                 outs.push(Out { ty: TensorType { dtype: t.dtype, shape }, value: None });
             }
         }
@@ -153,7 +167,11 @@ fn substitute_attrs(g: &mut Graph, call: &[(String, Attr)], defaults: &[(String,
             match &v {
                 Attr::Text(t) if t.starts_with('@') => {
                     let r = &t[1..];
-                    let found = call.iter().chain(defaults).find(|(name, _)| name == r).map(|(_, a)| a.clone());
+                    let found = call
+                        .iter()
+                        .chain(defaults)
+                        .find(|(name, _)| name == r)
+                        .map(|(_, a)| a.clone());
                     if let Some(a) = found {
                         n.attrs.push((k, a));
                     }

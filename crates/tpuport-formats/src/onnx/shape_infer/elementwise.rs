@@ -8,21 +8,85 @@ use super::konst::{Const, Data, FOLD_MAX};
 
 /// Unary ops whose single output has the input's dtype and shape.
 pub(crate) const SAME: &[&str] = &[
-    "Relu", "Sqrt", "Erf", "Tanh", "Sigmoid", "Gelu", "Neg", "Exp", "Log", "Abs", "Reciprocal", "Floor", "Ceil",
-    "Round", "Identity", "Softmax", "LogSoftmax", "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Softsign",
-    "Elu", "Selu", "Celu", "Cos", "Sin", "Tan", "Sign", "Mish", "Trilu", "CumSum", "Clip", "Hardmax",
-    "LpNormalization", "Shrink", "ThresholdedRelu", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh",
-    "Atanh", "BitwiseNot", "ScatterND", "ScatterElements", "Scatter", "InstanceNormalization",
-    "MeanVarianceNormalization", "LRN", "ReverseSequence", "FastGelu", "QuickGelu", "BiasGelu",
+    "Relu",
+    "Sqrt",
+    "Erf",
+    "Tanh",
+    "Sigmoid",
+    "Gelu",
+    "Neg",
+    "Exp",
+    "Log",
+    "Abs",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Identity",
+    "Softmax",
+    "LogSoftmax",
+    "LeakyRelu",
+    "HardSigmoid",
+    "HardSwish",
+    "Softplus",
+    "Softsign",
+    "Elu",
+    "Selu",
+    "Celu",
+    "Cos",
+    "Sin",
+    "Tan",
+    "Sign",
+    "Mish",
+    "Trilu",
+    "CumSum",
+    "Clip",
+    "Hardmax",
+    "LpNormalization",
+    "Shrink",
+    "ThresholdedRelu",
+    "Acos",
+    "Asin",
+    "Atan",
+    "Cosh",
+    "Sinh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "BitwiseNot",
+    "ScatterND",
+    "ScatterElements",
+    "Scatter",
+    "InstanceNormalization",
+    "MeanVarianceNormalization",
+    "LRN",
+    "ReverseSequence",
+    "FastGelu",
+    "QuickGelu",
+    "BiasGelu",
 ];
 
 /// Ops producing a bool tensor of the input's shape.
 pub(crate) const TO_BOOL: &[&str] = &["Not", "IsNaN", "IsInf"];
 
 /// Broadcasting binary/variadic ops keeping the first input's dtype.
-pub(crate) const ARITH: &[&str] =
-    &["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Sum", "Mean", "PRelu", "BitShift", "BitwiseAnd",
-      "BitwiseOr", "BitwiseXor"];
+pub(crate) const ARITH: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Max",
+    "Min",
+    "Mod",
+    "Sum",
+    "Mean",
+    "PRelu",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+];
 
 /// Broadcasting comparisons and logic ops producing bool.
 pub(crate) const COMPARE: &[&str] =
@@ -55,10 +119,14 @@ pub(crate) fn dropout(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 pub(crate) fn to_bool(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let s = cx.shape(0)?.clone();
     let mut out = Out::new(Some(DType::Bool), s);
-    if cx.node.op == "Not" {
-        if let Some(v) = cx.value(0) {
-            out.value = Some(Const::ints(DType::Bool, v.shape.clone(), v.as_i64().iter().map(|x| i64::from(*x == 0)).collect()));
-        }
+    if cx.node.op == "Not"
+        && let Some(v) = cx.value(0)
+    {
+        out.value = Some(Const::ints(
+            DType::Bool,
+            v.shape.clone(),
+            v.as_i64().iter().map(|x| i64::from(*x == 0)).collect(),
+        ));
     }
     Ok(vec![out])
 }
@@ -72,7 +140,15 @@ fn fold_unary(op: &str, v: &Const) -> Option<Const> {
         "Ceil" => f64::ceil,
         "Sqrt" => f64::sqrt,
         "Relu" => |x| x.max(0.0),
-        "Sign" => |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 },
+        "Sign" => |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        },
         "Reciprocal" => |x| 1.0 / x,
         "Exp" => f64::exp,
         _ => return None,
@@ -117,21 +193,30 @@ pub(crate) fn bcast_index(out: &[u64], inp: &[u64]) -> Vec<usize> {
 
 /// Broadcasting binary / variadic ops.
 pub(crate) fn binary(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
-    let shapes: Vec<&Shape> = (0..cx.n_inputs()).filter(|&i| cx.has(i)).map(|i| cx.shape(i)).collect::<Res<_>>()?;
+    let shapes: Vec<&Shape> =
+        (0..cx.n_inputs()).filter(|&i| cx.has(i)).map(|i| cx.shape(i)).collect::<Res<_>>()?;
     let s = broadcast(&shapes)?;
     let compare = COMPARE.contains(&cx.node.op.as_str());
     let dtype = if compare { Some(DType::Bool) } else { cx.dtype(0) };
     let mut out = Out::new(dtype, s.clone());
-    if shapes.len() == 2 {
-        if let (Some(a), Some(b), Some(dims)) = (cx.value(0), cx.value(1), s.as_fixed()) {
-            out.value = fold_binary(&cx.node.op, a, b, &dims, dtype.unwrap_or(a.dtype), cx.int("fmod", 0));
-        }
+    if shapes.len() == 2
+        && let (Some(a), Some(b), Some(dims)) = (cx.value(0), cx.value(1), s.as_fixed())
+    {
+        out.value =
+            fold_binary(&cx.node.op, a, b, &dims, dtype.unwrap_or(a.dtype), cx.int("fmod", 0));
     }
     Ok(vec![out])
 }
 
 #[allow(clippy::float_cmp, reason = "ONNX Equal on folded values is exact")]
-fn fold_binary(op: &str, a: &Const, b: &Const, dims: &[u64], dtype: DType, fmod: i64) -> Option<Const> {
+fn fold_binary(
+    op: &str,
+    a: &Const,
+    b: &Const,
+    dims: &[u64],
+    dtype: DType,
+    fmod: i64,
+) -> Option<Const> {
     if dims.iter().product::<u64>() > FOLD_MAX {
         return None;
     }
@@ -147,7 +232,9 @@ fn fold_binary(op: &str, a: &Const, b: &Const, dims: &[u64], dtype: DType, fmod:
                 "Sub" => l.wrapping_sub(r),
                 "Mul" => l.wrapping_mul(r),
                 "Div" => l.checked_div(r)?,
-                "Mod" if fmod == 0 => l.checked_rem_euclid(r).map(|m| if r < 0 && m != 0 { m + r } else { m })?,
+                "Mod" if fmod == 0 => {
+                    l.checked_rem_euclid(r).map(|m| if r < 0 && m != 0 { m + r } else { m })?
+                }
                 "Mod" => l.checked_rem(r)?,
                 "Max" => l.max(r),
                 "Min" => l.min(r),
@@ -194,21 +281,34 @@ pub(crate) fn where_(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let s = broadcast(&[cx.shape(0)?, cx.shape(1)?, cx.shape(2)?])?;
     let dtype = cx.dtype(1).or(cx.dtype(2));
     let mut out = Out::new(dtype, s.clone());
-    if let (Some(c), Some(x), Some(y), Some(dims)) = (cx.value(0), cx.value(1), cx.value(2), s.as_fixed()) {
-        if dims.iter().product::<u64>() <= FOLD_MAX {
-            let (ic, ix, iy) = (bcast_index(&dims, &c.shape), bcast_index(&dims, &x.shape), bcast_index(&dims, &y.shape));
-            let cv = c.as_i64();
-            let data = match (&x.data, &y.data) {
-                (Data::I(a), Data::I(b)) => {
-                    Data::I(ic.iter().zip(ix.iter().zip(&iy)).map(|(k, (p, q))| if cv[*k] != 0 { a[*p] } else { b[*q] }).collect())
-                }
-                _ => {
-                    let (a, b) = (x.as_f64(), y.as_f64());
-                    Data::F(ic.iter().zip(ix.iter().zip(&iy)).map(|(k, (p, q))| if cv[*k] != 0 { a[*p] } else { b[*q] }).collect())
-                }
-            };
-            out.value = Some(Const { dtype: x.dtype, shape: dims, data });
-        }
+    if let (Some(c), Some(x), Some(y), Some(dims)) =
+        (cx.value(0), cx.value(1), cx.value(2), s.as_fixed())
+        && dims.iter().product::<u64>() <= FOLD_MAX
+    {
+        let (ic, ix, iy) = (
+            bcast_index(&dims, &c.shape),
+            bcast_index(&dims, &x.shape),
+            bcast_index(&dims, &y.shape),
+        );
+        let cv = c.as_i64();
+        let data = match (&x.data, &y.data) {
+            (Data::I(a), Data::I(b)) => Data::I(
+                ic.iter()
+                    .zip(ix.iter().zip(&iy))
+                    .map(|(k, (p, q))| if cv[*k] != 0 { a[*p] } else { b[*q] })
+                    .collect(),
+            ),
+            _ => {
+                let (a, b) = (x.as_f64(), y.as_f64());
+                Data::F(
+                    ic.iter()
+                        .zip(ix.iter().zip(&iy))
+                        .map(|(k, (p, q))| if cv[*k] != 0 { a[*p] } else { b[*q] })
+                        .collect(),
+                )
+            }
+        };
+        out.value = Some(Const { dtype: x.dtype, shape: dims, data });
     }
     Ok(vec![out])
 }
@@ -220,7 +320,10 @@ pub(crate) fn cast(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         cx.dtype(1)
     } else {
         let code = i32::try_from(cx.int("to", 0)).unwrap_or(0);
-        Some(super::super::dtype::from_onnx(code).ok_or_else(|| Fail::Invalid(format!("unknown Cast target type {code}")))?)
+        Some(
+            super::super::dtype::from_onnx(code)
+                .ok_or_else(|| Fail::Invalid(format!("unknown Cast target type {code}")))?,
+        )
     };
     let mut out = Out::new(to, s);
     if let (Some(v), Some(t)) = (cx.value(0), to) {

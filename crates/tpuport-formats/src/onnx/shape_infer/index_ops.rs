@@ -15,7 +15,11 @@ fn strides(dims: &[u64]) -> Vec<usize> {
 }
 
 /// Flat source index of every element of `out_dims`, given a per-axis source coordinate map.
-fn gather_coords(out_dims: &[u64], src_strides: &[usize], coord: impl Fn(usize, u64) -> u64) -> Vec<usize> {
+fn gather_coords(
+    out_dims: &[u64],
+    src_strides: &[usize],
+    coord: impl Fn(usize, u64) -> u64,
+) -> Vec<usize> {
     let n = out_dims.iter().product::<u64>() as usize;
     let mut out = Vec::with_capacity(n);
     let mut pos = vec![0u64; out_dims.len()];
@@ -62,7 +66,11 @@ pub(crate) fn concat(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut total = Some(0u64);
     for s in &shapes {
         if s.rank() != first.rank() {
-            return Err(Fail::Invalid(format!("inputs of ranks {} and {}", first.rank(), s.rank())));
+            return Err(Fail::Invalid(format!(
+                "inputs of ranks {} and {}",
+                first.rank(),
+                s.rank()
+            )));
         }
         total = total.and_then(|t| t.checked_add(s.0[a].known()?));
         for (k, d) in s.0.iter().enumerate() {
@@ -112,10 +120,10 @@ pub(crate) fn split(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             (0..n as u64).map(|i| part.min(d.saturating_sub(i * part))).collect()
         }),
     };
-    if let Some(s) = &sizes {
-        if s.len() != n {
-            return Err(Fail::Invalid(format!("{} split sizes for {n} outputs", s.len())));
-        }
+    if let Some(s) = &sizes
+        && s.len() != n
+    {
+        return Err(Fail::Invalid(format!("{} split sizes for {n} outputs", s.len())));
     }
     Ok((0..n)
         .map(|i| {
@@ -176,7 +184,9 @@ pub(crate) fn slice(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut out = Out::new(cx.dtype(0), s.clone());
     if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed()) {
         let st = strides(&v.shape);
-        let idx = gather_coords(&od, &st, |k, p| (plan[k].0 + p.cast_signed() * plan[k].1).cast_unsigned());
+        let idx = gather_coords(&od, &st, |k, p| {
+            (plan[k].0 + p.cast_signed() * plan[k].1).cast_unsigned()
+        });
         out.value = Some(v.gather_flat(od, &idx));
     }
     Ok(vec![out])
@@ -193,8 +203,13 @@ pub(crate) fn gather(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut out = Out::new(cx.dtype(0), s.clone());
     if let (Some(v), Some(i), Some(od)) = (cx.value(0), cx.value(1), s.as_fixed()) {
         let n = v.shape[a].cast_signed();
-        let idx: Option<Vec<u64>> =
-            i.as_i64().iter().map(|&k| u64::try_from(if k < 0 { k + n } else { k }).ok().filter(|k| k.cast_signed() < n)).collect();
+        let idx: Option<Vec<u64>> = i
+            .as_i64()
+            .iter()
+            .map(|&k| {
+                u64::try_from(if k < 0 { k + n } else { k }).ok().filter(|k| k.cast_signed() < n)
+            })
+            .collect();
         if let Some(idx) = idx {
             let st = strides(&v.shape);
             let (outer, irank) = (a, i.shape.len());
@@ -248,7 +263,8 @@ pub(crate) fn gather_nd(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 /// `Pad` (pads input since opset 11, attribute before; optional `axes` input since 18).
 pub(crate) fn pad(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
-    let pads = cx.ints_attr_or_input("pads", 1)?.ok_or_else(|| Fail::Invalid("no pads".to_owned()))?;
+    let pads =
+        cx.ints_attr_or_input("pads", 1)?.ok_or_else(|| Fail::Invalid("no pads".to_owned()))?;
     let axes: Vec<usize> = if cx.has(3) {
         cx.need(3)?.as_i64().iter().map(|a| axis(*a, x.rank())).collect::<Res<_>>()?
     } else {
@@ -282,7 +298,8 @@ pub(crate) fn nonzero(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
     let r = x.rank() as u64;
     if let Some(v) = cx.value(0) {
-        let nz: Vec<usize> = v.as_f64().iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, _)| i).collect();
+        let nz: Vec<usize> =
+            v.as_f64().iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, _)| i).collect();
         let st = strides(&v.shape);
         let mut data = vec![0i64; nz.len() * v.shape.len()];
         for (j, &flat) in nz.iter().enumerate() {

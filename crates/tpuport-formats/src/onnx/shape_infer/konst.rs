@@ -47,7 +47,11 @@ impl Const {
         if dtype.is_float() {
             Const { dtype, shape, data: Data::F(v) }
         } else if dtype == DType::Bool {
-            Const { dtype, shape, data: Data::I(v.into_iter().map(|x| i64::from(x != 0.0)).collect()) }
+            Const {
+                dtype,
+                shape,
+                data: Data::I(v.into_iter().map(|x| i64::from(x != 0.0)).collect()),
+            }
         } else {
             Const { dtype, shape, data: Data::I(v.into_iter().map(|x| x as i64).collect()) }
         }
@@ -127,20 +131,36 @@ impl Const {
         }
         let b = w.bytes().ok()?;
         let data = match w.dtype {
-            DType::F32 => Data::F(b.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes(arr(c)))).collect()),
+            DType::F32 => {
+                Data::F(b.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes(arr(c)))).collect())
+            }
             DType::F64 => Data::F(b.chunks_exact(8).map(|c| f64::from_le_bytes(arr(c))).collect()),
-            DType::F16 => {
-                Data::F(b.chunks_exact(2).map(|c| f64::from(half::f16::from_le_bytes(arr(c)).to_f32())).collect())
-            }
-            DType::BF16 => {
-                Data::F(b.chunks_exact(2).map(|c| f64::from(half::bf16::from_le_bytes(arr(c)).to_f32())).collect())
-            }
+            DType::F16 => Data::F(
+                b.chunks_exact(2)
+                    .map(|c| f64::from(half::f16::from_le_bytes(arr(c)).to_f32()))
+                    .collect(),
+            ),
+            DType::BF16 => Data::F(
+                b.chunks_exact(2)
+                    .map(|c| f64::from(half::bf16::from_le_bytes(arr(c)).to_f32()))
+                    .collect(),
+            ),
             DType::I64 => Data::I(b.chunks_exact(8).map(|c| i64::from_le_bytes(arr(c))).collect()),
-            DType::U64 => Data::I(b.chunks_exact(8).map(|c| u64::from_le_bytes(arr(c)).cast_signed()).collect()),
-            DType::I32 => Data::I(b.chunks_exact(4).map(|c| i64::from(i32::from_le_bytes(arr(c)))).collect()),
-            DType::U32 => Data::I(b.chunks_exact(4).map(|c| i64::from(u32::from_le_bytes(arr(c)))).collect()),
-            DType::I16 => Data::I(b.chunks_exact(2).map(|c| i64::from(i16::from_le_bytes(arr(c)))).collect()),
-            DType::U16 => Data::I(b.chunks_exact(2).map(|c| i64::from(u16::from_le_bytes(arr(c)))).collect()),
+            DType::U64 => Data::I(
+                b.chunks_exact(8).map(|c| u64::from_le_bytes(arr(c)).cast_signed()).collect(),
+            ),
+            DType::I32 => {
+                Data::I(b.chunks_exact(4).map(|c| i64::from(i32::from_le_bytes(arr(c)))).collect())
+            }
+            DType::U32 => {
+                Data::I(b.chunks_exact(4).map(|c| i64::from(u32::from_le_bytes(arr(c)))).collect())
+            }
+            DType::I16 => {
+                Data::I(b.chunks_exact(2).map(|c| i64::from(i16::from_le_bytes(arr(c)))).collect())
+            }
+            DType::U16 => {
+                Data::I(b.chunks_exact(2).map(|c| i64::from(u16::from_le_bytes(arr(c)))).collect())
+            }
             DType::I8 => Data::I(b.iter().map(|&x| i64::from(x.cast_signed())).collect()),
             DType::U8 | DType::Bool => Data::I(b.iter().map(|&x| i64::from(x)).collect()),
             _ => return None,

@@ -26,7 +26,10 @@ mod shape_ops;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use tpuport_model::{Attr, Dim, Graph, Model, Note, NoteLevel, Shape, TensorType, Value, ValueId, ValueKind, WeightStore};
+use tpuport_model::{
+    Attr, Dim, Graph, Model, Note, NoteLevel, Shape, TensorType, Value, ValueId, ValueKind,
+    WeightStore,
+};
 
 use crate::ImportOptions;
 
@@ -60,7 +63,12 @@ pub fn infer_shapes(model: &mut Model, opts: &ImportOptions) -> InferReport {
     let bindings = bind_inputs(&mut model.graph, opts, &mut report);
     bind_graph(&mut model.graph, &bindings);
     report.bindings = bindings;
-    let mut engine = Engine { weights: &model.weights, functions: &model.functions, report: &mut report, depth: 0 };
+    let mut engine = Engine {
+        weights: &model.weights,
+        functions: &model.functions,
+        report: &mut report,
+        depth: 0,
+    };
     engine.graph(&mut model.graph, &HashMap::new(), true);
     let mut unbound = BTreeSet::new();
     collect_unbound(&model.graph, &mut unbound);
@@ -69,11 +77,19 @@ pub fn infer_shapes(model: &mut Model, opts: &ImportOptions) -> InferReport {
     report
 }
 
-fn bind_inputs(g: &mut Graph, opts: &ImportOptions, report: &mut InferReport) -> BTreeMap<String, u64> {
+fn bind_inputs(
+    g: &mut Graph,
+    opts: &ImportOptions,
+    report: &mut InferReport,
+) -> BTreeMap<String, u64> {
     let mut b = opts.dims.clone();
     for name in opts.input_shapes.keys() {
         if !g.inputs.iter().any(|id| &g.value(*id).name == name) {
-            report.notes.push(note(NoteLevel::Warning, "unknown-input", format!("--input-shape names '{name}', which is not a graph input")));
+            report.notes.push(note(
+                NoteLevel::Warning,
+                "unknown-input",
+                format!("--input-shape names '{name}', which is not a graph input"),
+            ));
         }
     }
     for id in g.inputs.clone() {
@@ -82,10 +98,10 @@ fn bind_inputs(g: &mut Graph, opts: &ImportOptions, report: &mut InferReport) ->
             if let Some(old) = &v.ty.shape {
                 if old.rank() == s.rank() {
                     for (o, n) in old.0.iter().zip(&s.0) {
-                        if let (Dim::Sym(sym), Dim::Known(k)) = (o, n) {
-                            if sym != "?" {
-                                b.entry(sym.clone()).or_insert(*k);
-                            }
+                        if let (Dim::Sym(sym), Dim::Known(k)) = (o, n)
+                            && sym != "?"
+                        {
+                            b.entry(sym.clone()).or_insert(*k);
                         }
                     }
                 } else {
@@ -177,10 +193,10 @@ fn finish_notes(r: &mut InferReport) {
 /// static and differ.
 fn merge(old: &TensorType, new: TensorType) -> (TensorType, Option<String>) {
     let mut conflict = None;
-    if let (Some(a), Some(b)) = (old.dtype, new.dtype) {
-        if a != b {
-            conflict = Some(format!("dtype {b} inferred, {a} declared"));
-        }
+    if let (Some(a), Some(b)) = (old.dtype, new.dtype)
+        && a != b
+    {
+        conflict = Some(format!("dtype {b} inferred, {a} declared"));
     }
     let dtype = new.dtype.or(old.dtype);
     let shape = match (&old.shape, new.shape) {
@@ -193,7 +209,8 @@ fn merge(old: &TensorType, new: TensorType) -> (TensorType, Option<String>) {
                 .zip(n.0)
                 .map(|(a, b)| match (a, &b) {
                     (Dim::Known(x), Dim::Known(y)) if x != y => {
-                        conflict.get_or_insert_with(|| format!("shape {} inferred, {o} declared", b));
+                        conflict
+                            .get_or_insert_with(|| format!("shape {} inferred, {o} declared", b));
                         b
                     }
                     (_, Dim::Known(_)) => b,
@@ -260,19 +277,30 @@ impl Engine<'_> {
             let result = self.node(g, ni, &consts, &mut subs);
             g.nodes[ni].subgraphs = subs;
             let node = &g.nodes[ni];
-            let inputs_clean =
-                node.inputs.iter().flatten().all(|id| !tainted.contains(id) && is_static(&g.values[id.0 as usize].ty));
+            let inputs_clean = node
+                .inputs
+                .iter()
+                .flatten()
+                .all(|id| !tainted.contains(id) && is_static(&g.values[id.0 as usize].ty));
             let outs = match result {
                 Ok(outs) => outs,
                 Err(fail) => {
                     let why = match fail {
-                        Fail::Unsupported => Some(format!("no shape rule for op {}", node.qualified_op())),
+                        Fail::Unsupported => {
+                            Some(format!("no shape rule for op {}", node.qualified_op()))
+                        }
                         Fail::Invalid(m) => Some(m),
-                        Fail::NeedsValue(i) if inputs_clean => Some(format!("the value of input {i} is not known")),
+                        Fail::NeedsValue(i) if inputs_clean => {
+                            Some(format!("the value of input {i} is not known"))
+                        }
                         Fail::NeedsValue(_) | Fail::MissingType => None,
                     };
                     if let Some(why) = why {
-                        self.report.failures.push(format!("node '{}' ({}): {why}", label(g, ni), node.op));
+                        self.report.failures.push(format!(
+                            "node '{}' ({}): {why}",
+                            label(g, ni),
+                            node.op
+                        ));
                     }
                     Vec::new()
                 }
@@ -286,7 +314,12 @@ impl Engine<'_> {
                         self.report.notes.push(note(
                             NoteLevel::Warning,
                             "shape-mismatch",
-                            format!("node '{}' ({}) output '{}': {c}", label(g, ni), g.nodes[ni].op, g.values[vid.0 as usize].name),
+                            format!(
+                                "node '{}' ({}) output '{}': {c}",
+                                label(g, ni),
+                                g.nodes[ni].op,
+                                g.values[vid.0 as usize].name
+                            ),
                         ));
                     }
                     g.values[vid.0 as usize].ty = ty;
@@ -307,12 +340,22 @@ impl Engine<'_> {
             }
             if inputs_clean && !all_static && !outs.is_empty() {
                 let n = &g.nodes[ni];
-                self.report.failures.push(format!("node '{}' ({}): could not infer a static output shape", label(g, ni), n.op));
+                self.report.failures.push(format!(
+                    "node '{}' ({}): could not infer a static output shape",
+                    label(g, ni),
+                    n.op
+                ));
             }
         }
     }
 
-    fn node(&mut self, g: &Graph, ni: usize, consts: &HashMap<ValueId, Const>, subs: &mut [(String, Graph)]) -> Res<Vec<Out>> {
+    fn node(
+        &mut self,
+        g: &Graph,
+        ni: usize,
+        consts: &HashMap<ValueId, Const>,
+        subs: &mut [(String, Graph)],
+    ) -> Res<Vec<Out>> {
         let node = &g.nodes[ni];
         let cx = NodeCx {
             node,
@@ -321,7 +364,11 @@ impl Engine<'_> {
             weights: self.weights,
         };
         let default_domain = node.domain.is_empty() || node.domain == "ai.onnx";
-        if let Some(f) = self.functions.iter().find(|f| f.name == super::function_key(&node.domain, &node.op, "")) {
+        if let Some(f) = self
+            .functions
+            .iter()
+            .find(|f| f.name == super::function_key(&node.domain, &node.op, ""))
+        {
             return self.call(f, &cx);
         }
         if !default_domain && node.domain != "com.microsoft" {
@@ -358,7 +405,10 @@ fn rule(op: &str) -> Option<Rule> {
         "MaxPool" | "AveragePool" | "LpPool" => nn::pool,
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => nn::global_pool,
         "BatchNormalization" => nn::batch_norm,
-        "LayerNormalization" | "GroupNormalization" | "SimplifiedLayerNormalization" | "SkipLayerNormalization"
+        "LayerNormalization"
+        | "GroupNormalization"
+        | "SimplifiedLayerNormalization"
+        | "SkipLayerNormalization"
         | "RMSNormalization" => nn::layer_norm,
         "MatMul" | "MatMulInteger" => nn::matmul,
         "Gemm" => nn::gemm,

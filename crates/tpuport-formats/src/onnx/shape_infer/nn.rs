@@ -6,7 +6,16 @@ use super::cx::{Fail, NodeCx, Out, Res, broadcast, map_dim};
 
 /// Spatial output size of a convolution or pooling window.
 #[allow(clippy::too_many_arguments, reason = "one formula with its parameters")]
-fn window_out(input: &Dim, k: u64, s: u64, d: u64, pb: u64, pe: u64, auto_pad: &str, ceil: bool) -> Dim {
+fn window_out(
+    input: &Dim,
+    k: u64,
+    s: u64,
+    d: u64,
+    pb: u64,
+    pe: u64,
+    auto_pad: &str,
+    ceil: bool,
+) -> Dim {
     let s = s.max(1);
     map_dim(input, |n| {
         let eff = k.checked_sub(1)?.checked_mul(d)?.checked_add(1)?;
@@ -35,18 +44,26 @@ struct Window {
 
 fn window(cx: &NodeCx<'_>, spatial: usize, kernel: Option<Vec<i64>>) -> Res<Window> {
     let pos = |v: Vec<i64>, what: &str| -> Res<Vec<u64>> {
-        v.into_iter().map(|x| u64::try_from(x).map_err(|_| Fail::Invalid(format!("negative {what} {x}")))).collect()
+        v.into_iter()
+            .map(|x| u64::try_from(x).map_err(|_| Fail::Invalid(format!("negative {what} {x}"))))
+            .collect()
     };
-    let kernel = pos(kernel.ok_or_else(|| Fail::Invalid("no kernel_shape".to_owned()))?, "kernel size")?;
+    let kernel =
+        pos(kernel.ok_or_else(|| Fail::Invalid("no kernel_shape".to_owned()))?, "kernel size")?;
     if kernel.len() != spatial {
-        return Err(Fail::Invalid(format!("kernel rank {} for {spatial} spatial dims", kernel.len())));
+        return Err(Fail::Invalid(format!(
+            "kernel rank {} for {spatial} spatial dims",
+            kernel.len()
+        )));
     }
     let ones = vec![1; spatial];
     let strides = cx.ints("strides").map_or(Ok(ones.clone()), |v| pos(v, "stride"))?;
     let dilations = cx.ints("dilations").map_or(Ok(ones), |v| pos(v, "dilation"))?;
     let pads = cx.ints("pads").map_or(Ok(vec![0; 2 * spatial]), |v| pos(v, "pad"))?;
     if strides.len() != spatial || dilations.len() != spatial || pads.len() != 2 * spatial {
-        return Err(Fail::Invalid("strides, dilations or pads do not match the spatial rank".to_owned()));
+        return Err(Fail::Invalid(
+            "strides, dilations or pads do not match the spatial rank".to_owned(),
+        ));
     }
     Ok(Window { kernel, strides, dilations, pads })
 }
@@ -56,7 +73,16 @@ fn spatial_out(cx: &NodeCx<'_>, x: &Shape, w: &Window, ceil: bool) -> Vec<Dim> {
     let n = w.kernel.len();
     (0..n)
         .map(|i| {
-            window_out(&x.0[2 + i], w.kernel[i], w.strides[i], w.dilations[i], w.pads[i], w.pads[n + i], auto_pad, ceil)
+            window_out(
+                &x.0[2 + i],
+                w.kernel[i],
+                w.strides[i],
+                w.dilations[i],
+                w.pads[i],
+                w.pads[n + i],
+                auto_pad,
+                ceil,
+            )
         })
         .collect()
 }
@@ -65,9 +91,13 @@ fn spatial_out(cx: &NodeCx<'_>, x: &Shape, w: &Window, ceil: bool) -> Vec<Dim> {
 pub(crate) fn conv(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let (x, wt) = (cx.shape(0)?, cx.shape(1)?);
     if x.rank() < 3 || wt.rank() != x.rank() {
-        return Err(Fail::Invalid(format!("input {x} and weight {wt} ranks do not fit a convolution")));
+        return Err(Fail::Invalid(format!(
+            "input {x} and weight {wt} ranks do not fit a convolution"
+        )));
     }
-    let kernel = cx.ints("kernel_shape").or_else(|| wt.as_fixed().map(|v| v[2..].iter().map(|d| d.cast_signed()).collect()));
+    let kernel = cx
+        .ints("kernel_shape")
+        .or_else(|| wt.as_fixed().map(|v| v[2..].iter().map(|d| d.cast_signed()).collect()));
     let w = window(cx, x.rank() - 2, kernel)?;
     let mut dims = vec![x.0[0].clone(), wt.0[0].clone()];
     dims.extend(spatial_out(cx, x, &w, false));
@@ -78,7 +108,9 @@ pub(crate) fn conv(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 pub(crate) fn conv_transpose(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let (x, wt) = (cx.shape(0)?, cx.shape(1)?);
     if x.rank() < 3 || wt.rank() != x.rank() {
-        return Err(Fail::Invalid(format!("input {x} and weight {wt} ranks do not fit a convolution")));
+        return Err(Fail::Invalid(format!(
+            "input {x} and weight {wt} ranks do not fit a convolution"
+        )));
     }
     let n = x.rank() - 2;
     let group = u64::try_from(cx.int("group", 1)).unwrap_or(1);
@@ -86,10 +118,14 @@ pub(crate) fn conv_transpose(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut dims = vec![x.0[0].clone(), channels];
     if let Some(os) = cx.ints("output_shape") {
         let os = &os[os.len().saturating_sub(n)..];
-        dims.extend(os.iter().map(|d| u64::try_from(*d).map_or_else(|_| Dim::unknown(), Dim::Known)));
+        dims.extend(
+            os.iter().map(|d| u64::try_from(*d).map_or_else(|_| Dim::unknown(), Dim::Known)),
+        );
         return Ok(vec![Out::new(cx.dtype(0), Shape(dims))]);
     }
-    let kernel = cx.ints("kernel_shape").or_else(|| wt.as_fixed().map(|v| v[2..].iter().map(|d| d.cast_signed()).collect()));
+    let kernel = cx
+        .ints("kernel_shape")
+        .or_else(|| wt.as_fixed().map(|v| v[2..].iter().map(|d| d.cast_signed()).collect()));
     let w = window(cx, n, kernel)?;
     let opad = cx.ints("output_padding").unwrap_or_else(|| vec![0; n]);
     let auto_pad = cx.str("auto_pad").unwrap_or("NOTSET");
@@ -130,7 +166,11 @@ pub(crate) fn pool(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 /// `GlobalAveragePool`, `GlobalMaxPool`, `GlobalLpPool`.
 pub(crate) fn global_pool(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
-    let dims = x.0.iter().enumerate().map(|(i, d)| if i < 2 { d.clone() } else { Dim::Known(1) }).collect();
+    let dims =
+        x.0.iter()
+            .enumerate()
+            .map(|(i, d)| if i < 2 { d.clone() } else { Dim::Known(1) })
+            .collect();
     Ok(vec![Out::new(cx.dtype(0), Shape(dims))])
 }
 
@@ -152,14 +192,23 @@ pub(crate) fn layer_norm(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut outs = vec![Out::new(cx.dtype(0), x.clone())];
     if cx.node.op == "LayerNormalization" && cx.node.outputs.len() > 1 {
         let a = super::cx::axis(cx.int("axis", -1), x.rank())?;
-        let stats = Shape(x.0.iter().enumerate().map(|(i, d)| if i < a { d.clone() } else { Dim::Known(1) }).collect());
-        let stash = super::super::dtype::from_onnx(i32::try_from(cx.int("stash_type", 1)).unwrap_or(1));
+        let stats = Shape(
+            x.0.iter()
+                .enumerate()
+                .map(|(i, d)| if i < a { d.clone() } else { Dim::Known(1) })
+                .collect(),
+        );
+        let stash =
+            super::super::dtype::from_onnx(i32::try_from(cx.int("stash_type", 1)).unwrap_or(1));
         for _ in 1..cx.node.outputs.len() {
             outs.push(Out::new(stash, stats.clone()));
         }
     } else {
         for _ in 1..cx.node.outputs.len() {
-            outs.push(Out { ty: tpuport_model::TensorType { dtype: cx.dtype(0), shape: None }, value: None });
+            outs.push(Out {
+                ty: tpuport_model::TensorType { dtype: cx.dtype(0), shape: None },
+                value: None,
+            });
         }
     }
     Ok(outs)
@@ -211,14 +260,19 @@ pub(crate) fn gemm(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 
 /// `Einsum`: explicit (`ij,jk->ik`) and implicit (`ij,jk`) forms, with `...`.
 pub(crate) fn einsum(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
-    let eq: String = cx.str("equation").ok_or_else(|| Fail::Invalid("no equation".to_owned()))?.replace(' ', "");
+    let eq: String =
+        cx.str("equation").ok_or_else(|| Fail::Invalid("no equation".to_owned()))?.replace(' ', "");
     let (lhs, rhs) = match eq.split_once("->") {
         Some((l, r)) => (l.to_owned(), Some(r.to_owned())),
         None => (eq.clone(), None),
     };
     let terms: Vec<&str> = lhs.split(',').collect();
     if terms.len() != cx.n_inputs() {
-        return Err(Fail::Invalid(format!("equation has {} operands for {} inputs", terms.len(), cx.n_inputs())));
+        return Err(Fail::Invalid(format!(
+            "equation has {} operands for {} inputs",
+            terms.len(),
+            cx.n_inputs()
+        )));
     }
     let mut letters: Vec<(char, Dim, usize)> = Vec::new();
     let mut ellipsis: Vec<&Shape> = Vec::new();
@@ -226,7 +280,10 @@ pub(crate) fn einsum(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     for (i, t) in terms.iter().enumerate() {
         let s = cx.shape(i)?;
         let named = t.replace("...", "").chars().count();
-        let ell_rank = s.rank().checked_sub(named).ok_or_else(|| Fail::Invalid(format!("operand {i} rank too small")))?;
+        let ell_rank = s
+            .rank()
+            .checked_sub(named)
+            .ok_or_else(|| Fail::Invalid(format!("operand {i} rank too small")))?;
         let mut k = 0;
         let mut rest = *t;
         while !rest.is_empty() {
@@ -238,7 +295,10 @@ pub(crate) fn einsum(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             }
             let c = rest.chars().next().unwrap_or(' ');
             rest = &rest[c.len_utf8()..];
-            let d = s.0.get(k).cloned().ok_or_else(|| Fail::Invalid(format!("operand {i} rank too small")))?;
+            let d =
+                s.0.get(k)
+                    .cloned()
+                    .ok_or_else(|| Fail::Invalid(format!("operand {i} rank too small")))?;
             k += 1;
             match letters.iter_mut().find(|(l, _, _)| *l == c) {
                 Some(e) => {
@@ -271,7 +331,9 @@ pub(crate) fn einsum(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         let c = rest.chars().next().unwrap_or(' ');
         rest = &rest[c.len_utf8()..];
         let d = letters.iter().find(|e| e.0 == c).map(|e| e.1.clone());
-        dims.push(d.ok_or_else(|| Fail::Invalid(format!("output letter '{c}' is not in any operand")))?);
+        dims.push(
+            d.ok_or_else(|| Fail::Invalid(format!("output letter '{c}' is not in any operand")))?,
+        );
     }
     Ok(vec![Out::new(cx.dtype(0), Shape(dims))])
 }

@@ -11,22 +11,26 @@ pub(crate) fn reduce(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
     let keep = cx.int("keepdims", 1) != 0;
     let axes = match cx.ints_attr_or_input("axes", 1)? {
-        Some(a) if !a.is_empty() => a.iter().map(|v| axis(*v, x.rank())).collect::<Res<Vec<_>>>()?,
+        Some(a) if !a.is_empty() => {
+            a.iter().map(|v| axis(*v, x.rank())).collect::<Res<Vec<_>>>()?
+        }
         _ if cx.int("noop_with_empty_axes", 0) != 0 => {
-            return Ok(vec![Out { value: cx.value(0).cloned(), ..Out::new(cx.dtype(0), x.clone()) }]);
+            return Ok(vec![Out {
+                value: cx.value(0).cloned(),
+                ..Out::new(cx.dtype(0), x.clone())
+            }]);
         }
         _ => (0..x.rank()).collect(),
     };
-    let dims: Vec<Dim> = x
-        .0
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| match (axes.contains(&i), keep) {
-            (false, _) => Some(d.clone()),
-            (true, true) => Some(Dim::Known(1)),
-            (true, false) => None,
-        })
-        .collect();
+    let dims: Vec<Dim> =
+        x.0.iter()
+            .enumerate()
+            .filter_map(|(i, d)| match (axes.contains(&i), keep) {
+                (false, _) => Some(d.clone()),
+                (true, true) => Some(Dim::Known(1)),
+                (true, false) => None,
+            })
+            .collect();
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
     if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed()) {
@@ -46,7 +50,8 @@ fn fold(op: &str, v: &Const, axes: &[usize], out_dims: Vec<u64>) -> Option<Const
     let n = out_dims.iter().product::<u64>() as usize;
     let mut acc = vec![init; n];
     let mut count = vec![0u64; n];
-    let keep_shape: Vec<u64> = v.shape.iter().enumerate().map(|(i, d)| if axes.contains(&i) { 1 } else { *d }).collect();
+    let keep_shape: Vec<u64> =
+        v.shape.iter().enumerate().map(|(i, d)| if axes.contains(&i) { 1 } else { *d }).collect();
     let vals = v.as_f64();
     let mut pos = vec![0u64; v.shape.len()];
     for x in &vals {
@@ -79,11 +84,18 @@ pub(crate) fn arg(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
     let a = axis(cx.int("axis", 0), x.rank())?;
     let keep = cx.int("keepdims", 1) != 0;
-    let dims = x
-        .0
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| if i != a { Some(d.clone()) } else if keep { Some(Dim::Known(1)) } else { None })
-        .collect();
+    let dims =
+        x.0.iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                if i != a {
+                    Some(d.clone())
+                } else if keep {
+                    Some(Dim::Known(1))
+                } else {
+                    None
+                }
+            })
+            .collect();
     Ok(vec![Out::new(Some(DType::I64), Shape(dims))])
 }

@@ -52,7 +52,11 @@ pub(crate) fn reshape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             Some(v) => v.as_i64(),
             None => {
                 // Rank is known from the shape input's length even when its values are not.
-                let r = cx.shape(1)?.as_fixed().and_then(|v| v.first().copied()).ok_or(Fail::NeedsValue(1))?;
+                let r = cx
+                    .shape(1)?
+                    .as_fixed()
+                    .and_then(|v| v.first().copied())
+                    .ok_or(Fail::NeedsValue(1))?;
                 let dims = (0..r).map(|_| Dim::unknown()).collect();
                 return Ok(vec![Out::new(cx.dtype(0), Shape(dims))]);
             }
@@ -63,7 +67,11 @@ pub(crate) fn reshape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut infer_at = None;
     for (i, &t) in target.iter().enumerate() {
         dims.push(match t {
-            0 if !allowzero => x.0.get(i).cloned().ok_or_else(|| Fail::Invalid(format!("0 at position {i} past input rank")))?,
+            0 if !allowzero => {
+                x.0.get(i)
+                    .cloned()
+                    .ok_or_else(|| Fail::Invalid(format!("0 at position {i} past input rank")))?
+            }
             -1 => {
                 if infer_at.replace(i).is_some() {
                     return Err(Fail::Invalid("more than one -1 in shape".to_owned()));
@@ -74,7 +82,8 @@ pub(crate) fn reshape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         });
     }
     if let Some(i) = infer_at {
-        let others: Vec<Dim> = dims.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, d)| d.clone()).collect();
+        let others: Vec<Dim> =
+            dims.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, d)| d.clone()).collect();
         if let (Some(total), Some(rest)) = (known_product(&x.0), known_product(&others)) {
             if rest == 0 || total % rest != 0 {
                 return Err(Fail::Invalid(format!("cannot reshape {x} to {target:?}")));
@@ -83,10 +92,10 @@ pub(crate) fn reshape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         }
     }
     let s = Shape(dims);
-    if let (Some(a), Some(b)) = (known_product(&x.0), known_product(&s.0)) {
-        if a != b {
-            return Err(Fail::Invalid(format!("cannot reshape {x} ({a} elements) to {s} ({b})")));
-        }
+    if let (Some(a), Some(b)) = (known_product(&x.0), known_product(&s.0))
+        && a != b
+    {
+        return Err(Fail::Invalid(format!("cannot reshape {x} ({a} elements) to {s} ({b})")));
     }
     let value = reshaped(cx.value(0), &s);
     Ok(vec![Out { value, ..Out::new(cx.dtype(0), s) }])
@@ -96,7 +105,11 @@ pub(crate) fn reshape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 pub(crate) fn flatten(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
     let r = x.rank();
-    let a = if cx.int("axis", 1) == i64::try_from(r).unwrap_or(-1) { r } else { axis(cx.int("axis", 1), r)? };
+    let a = if cx.int("axis", 1) == i64::try_from(r).unwrap_or(-1) {
+        r
+    } else {
+        axis(cx.int("axis", 1), r)?
+    };
     let prod = |d: &[Dim]| known_product(d).map_or_else(Dim::unknown, Dim::Known);
     let s = Shape(vec![prod(&x.0[..a]), prod(&x.0[a..])]);
     let value = reshaped(cx.value(0), &s);
@@ -106,12 +119,21 @@ pub(crate) fn flatten(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 /// `Unsqueeze` (axes attribute before opset 13, input after).
 pub(crate) fn unsqueeze(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
-    let axes = cx.ints_attr_or_input("axes", 1)?.ok_or_else(|| Fail::Invalid("no axes".to_owned()))?;
+    let axes =
+        cx.ints_attr_or_input("axes", 1)?.ok_or_else(|| Fail::Invalid("no axes".to_owned()))?;
     let r = x.rank() + axes.len();
     let mut norm: Vec<usize> = axes.iter().map(|a| axis(*a, r)).collect::<Res<_>>()?;
     norm.sort_unstable();
     let mut src = x.0.iter();
-    let dims = (0..r).map(|i| if norm.contains(&i) { Dim::Known(1) } else { src.next().cloned().unwrap_or(Dim::Known(1)) }).collect();
+    let dims = (0..r)
+        .map(|i| {
+            if norm.contains(&i) {
+                Dim::Known(1)
+            } else {
+                src.next().cloned().unwrap_or(Dim::Known(1))
+            }
+        })
+        .collect();
     let s = Shape(dims);
     let value = reshaped(cx.value(0), &s);
     Ok(vec![Out { value, ..Out::new(cx.dtype(0), s) }])
@@ -123,7 +145,11 @@ pub(crate) fn squeeze(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let dims: Vec<Dim> = match cx.ints_attr_or_input("axes", 1)? {
         Some(axes) => {
             let norm: Vec<usize> = axes.iter().map(|a| axis(*a, x.rank())).collect::<Res<_>>()?;
-            x.0.iter().enumerate().filter(|(i, _)| !norm.contains(i)).map(|(_, d)| d.clone()).collect()
+            x.0.iter()
+                .enumerate()
+                .filter(|(i, _)| !norm.contains(i))
+                .map(|(_, d)| d.clone())
+                .collect()
         }
         None => {
             if !x.is_static() {
@@ -144,11 +170,11 @@ pub(crate) fn expand(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let t = Shape(target.iter().map(|&d| to_u64(d).map(Dim::Known)).collect::<Res<_>>()?);
     let s = broadcast(&[x, &t])?;
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed()) {
-        if dims.iter().product::<u64>() <= FOLD_MAX {
-            let idx = bcast_index(&dims, &v.shape);
-            out.value = Some(v.gather_flat(dims, &idx));
-        }
+    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed())
+        && dims.iter().product::<u64>() <= FOLD_MAX
+    {
+        let idx = bcast_index(&dims, &v.shape);
+        out.value = Some(v.gather_flat(dims, &idx));
     }
     Ok(vec![out])
 }
@@ -160,12 +186,11 @@ pub(crate) fn tile(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     if reps.len() != x.rank() {
         return Err(Fail::Invalid(format!("{} repeats for rank {}", reps.len(), x.rank())));
     }
-    let dims = x
-        .0
-        .iter()
-        .zip(&reps)
-        .map(|(d, r)| Ok(super::cx::map_dim(d, |n| n.checked_mul(to_u64(*r).ok()?))))
-        .collect::<Res<_>>()?;
+    let dims =
+        x.0.iter()
+            .zip(&reps)
+            .map(|(d, r)| Ok(super::cx::map_dim(d, |n| n.checked_mul(to_u64(*r).ok()?))))
+            .collect::<Res<_>>()?;
     Ok(vec![Out::new(cx.dtype(0), Shape(dims))])
 }
 
@@ -193,7 +218,11 @@ pub(crate) fn constant_of_shape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 }
 
 /// `Range(start, limit, delta)`.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "element count of a small range")]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "element count of a small range"
+)]
 pub(crate) fn range(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let dtype = cx.dtype(0);
     let (Some(s), Some(l), Some(d)) = (cx.value(0), cx.value(1), cx.value(2)) else {
