@@ -281,3 +281,14 @@ fn sniffing() {
     assert!(imp.sniff(Path::new("a/model.safetensors"), b""));
     assert!(!imp.sniff(Path::new("x.npy"), b"\x93NUMPY\x01\x00"));
 }
+
+#[test]
+fn folder_with_one_file() {
+    let d = tempfile::tempdir().unwrap();
+    let h = r#"{"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}}"#;
+    write(d.path(), "only.safetensors", &st_bytes(h, &7i32.to_le_bytes()));
+    let m = tpuport_formats::open(d.path(), &ImportOptions::default()).unwrap();
+    assert_eq!(&*m.weights.by_name("a").unwrap().bytes().unwrap(), &7i32.to_le_bytes());
+    write(d.path(), "second.safetensors", &st_bytes(h, &7i32.to_le_bytes()));
+    assert!(import(d.path()).is_err());
+}

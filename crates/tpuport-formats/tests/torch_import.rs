@@ -354,3 +354,21 @@ fn sniffing() {
     let npz = zip_bytes(&[("a.npy", b"\x93NUMPY", true)]);
     assert!(!imp.sniff(Path::new("x.npz"), &npz[..40]));
 }
+
+#[test]
+fn scan_reads_a_bare_pickle_and_rejects_other_files() {
+    let d = tempfile::tempdir().unwrap();
+    let mut p = Pk::new();
+    p.global("webbrowser", "open").op(b"(").s("http://x").op(b"tR");
+    p.global("runpy", "_run_code").op(b"(").s("1").op(b"tR");
+    let p = write(d.path(), "payload.pkl", &p.op(b"\x86").done());
+    let rep = torch::scan(&p).unwrap();
+    assert_eq!(rep.format, "pickle");
+    let names: Vec<String> =
+        rep.flagged().map(tpuport_formats::torch::GlobalUse::qualified).collect();
+    assert_eq!(names, vec!["webbrowser.open", "runpy._run_code"]);
+    assert_eq!(rep.notes.iter().filter(|n| n.level == NoteLevel::Security).count(), 2);
+    let p = write(d.path(), "text.pt", b"hello");
+    assert!(torch::scan(&p).is_err());
+    assert!(import(&p, &Limits::default()).unwrap_err().to_string().contains("neither a zip"));
+}

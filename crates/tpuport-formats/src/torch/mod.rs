@@ -118,7 +118,8 @@ pub(crate) fn check_globals(path: &Path, seen: &[GlobalSeen]) -> Result<(), Form
     if bad.is_empty() {
         return Ok(());
     }
-    let module_like = bad.iter().any(|q| q.starts_with("torch.nn.modules.") || q.starts_with("__main__."));
+    let module_like =
+        bad.iter().any(|q| q.starts_with("torch.nn.modules.") || q.starts_with("__main__."));
     let shown = bad.len().min(8);
     let mut list = bad[..shown].join(", ");
     if bad.len() > shown {
