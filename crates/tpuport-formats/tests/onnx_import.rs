@@ -786,3 +786,68 @@ fn matmul_einsum_slice_split_squeeze_shapes() {
     assert_eq!(shape_of(&m, "ct"), Shape::fixed(&[1, 4, 20, 20]));
     assert_eq!(shape_of(&m, "rm"), Shape::fixed(&[2, 6, 1]));
 }
+
+/// Every truncation and a few thousand byte mutations of a small model: errors or models,
+/// never a panic.
+#[test]
+fn mutated_files_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let then_b = graph(vec![node("Relu", "t", &["y"], &["t_out"])], vec![], vec![out("t_out")]);
+    let else_b = graph(vec![node("Neg", "e", &["y"], &["e_out"])], vec![], vec![out("e_out")]);
+    let mut g = graph(
+        vec![
+            node("Shape", "shape", &["x"], &["s"]),
+            with(node("Gather", "g", &["s", "zero"], &["b"]), attr_int("axis", 0)),
+            node("Unsqueeze", "u", &["b", "axes0"], &["b1"]),
+            with(node("Concat", "cat", &["b1", "minus1"], &["target"]), attr_int("axis", 0)),
+            node("Reshape", "reshape", &["x", "target"], &["y"]),
+            with(
+                with(node("If", "if", &["c"], &["z"]), attr_graph("then_branch", then_b)),
+                attr_graph("else_branch", else_b),
+            ),
+            with(node("Slice", "sl", &["z", "axes0", "minus1", "axes0"], &["w"]), attr_int("x", 1)),
+        ],
+        vec![vi("x", F32, &[D::S("N"), D::K(3), D::K(4)]), vi("c", 9, &[])],
+        vec![out("w")],
+    );
+    let zero = TensorProto {
+        name: "zero".into(),
+        data_type: I64,
+        int64_data: vec![0],
+        ..TensorProto::default()
+    };
+    g.initializer = vec![zero, ints("axes0", &[0]), ints("minus1", &[-1])];
+    let bytes = model(g).encode_to_vec();
+    let p = dir.path().join("m.onnx");
+    let opts = ImportOptions { batch: Some(2), ..ImportOptions::default() };
+    std::fs::write(&p, &bytes).unwrap();
+    assert!(OnnxImporter.import(&p, &opts).is_ok());
+    for n in 0..bytes.len() {
+        std::fs::write(&p, &bytes[..n]).unwrap();
+        let _ = OnnxImporter.import(&p, &opts);
+    }
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for _ in 0..1500 {
+        let mut b = bytes.clone();
+        for _ in 0..1 + next() % 3 {
+            let i = (next() % b.len() as u64) as usize;
+            b[i] = (next() & 0xff) as u8;
+        }
+        std::fs::write(&p, &b).unwrap();
+        match OnnxImporter.import(&p, &opts) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert!(!e.to_string().contains('\n'));
+                failed += 1;
+            }
+        }
+    }
+    assert!(ok > 0 && failed > 0, "{ok} ok, {failed} failed");
+}

@@ -4,7 +4,7 @@
 use tpuport_model::{DType, Shape};
 
 use super::cx::{Fail, NodeCx, Out, Res, broadcast};
-use super::konst::{Const, Data, FOLD_MAX};
+use super::konst::{Const, Data, fits};
 
 /// Unary ops whose single output has the input's dtype and shape.
 pub(crate) const SAME: &[&str] = &[
@@ -217,7 +217,7 @@ fn fold_binary(
     dtype: DType,
     fmod: i64,
 ) -> Option<Const> {
-    if dims.iter().product::<u64>() > FOLD_MAX {
+    if !fits(dims) {
         return None;
     }
     let (ia, ib) = (bcast_index(dims, &a.shape), bcast_index(dims, &b.shape));
@@ -283,7 +283,7 @@ pub(crate) fn where_(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut out = Out::new(dtype, s.clone());
     if let (Some(c), Some(x), Some(y), Some(dims)) =
         (cx.value(0), cx.value(1), cx.value(2), s.as_fixed())
-        && dims.iter().product::<u64>() <= FOLD_MAX
+        && fits(&dims)
     {
         let (ic, ix, iy) = (
             bcast_index(&dims, &c.shape),

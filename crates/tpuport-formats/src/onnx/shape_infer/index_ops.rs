@@ -4,7 +4,7 @@
 use tpuport_model::{DType, Dim, Shape};
 
 use super::cx::{Fail, NodeCx, Out, Res, axis, map_dim, to_u64};
-use super::konst::{Const, Data, FOLD_MAX};
+use super::konst::{Const, Data, fits};
 
 fn strides(dims: &[u64]) -> Vec<usize> {
     let mut s = vec![1usize; dims.len()];
@@ -48,11 +48,11 @@ pub(crate) fn transpose(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     }
     let s = Shape(perm.iter().map(|&p| x.0[p].clone()).collect());
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed()) {
+    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed().filter(|d| fits(d))) {
         let st = strides(&v.shape);
         let src: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
         let idx = gather_coords(&dims, &src, |_, p| p);
-        out.value = Some(v.gather_flat(dims, &idx));
+        out.value = v.gather_flat(dims, &idx);
     }
     Ok(vec![out])
 }
@@ -83,7 +83,7 @@ pub(crate) fn concat(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
     let vals: Option<Vec<&Const>> = (0..cx.n_inputs()).map(|i| cx.value(i)).collect();
-    if let (Some(vals), Some(dims)) = (vals, s.as_fixed()) {
+    if let (Some(vals), Some(dims)) = (vals, s.as_fixed().filter(|d| fits(d))) {
         out.value = fold_concat(&vals, a, dims);
     }
     Ok(vec![out])
@@ -117,7 +117,7 @@ pub(crate) fn split(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         Some(v) => Some(v.into_iter().map(to_u64).collect::<Res<_>>()?),
         None => x.0[a].known().map(|d| {
             let part = d.div_ceil(n.max(1) as u64);
-            (0..n as u64).map(|i| part.min(d.saturating_sub(i * part))).collect()
+            (0..n as u64).map(|i| part.min(d.saturating_sub(i.saturating_mul(part)))).collect()
         }),
     };
     if let Some(s) = &sizes
@@ -136,15 +136,18 @@ pub(crate) fn split(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 
 /// One axis of a slice: (start, length, step) after ONNX clamping, for a known dim.
 fn slice_axis(n: u64, start: i64, end: i64, step: i64) -> (i64, u64) {
-    let n = n.cast_signed();
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    if n == 0 {
+        return (0, 0);
+    }
     let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
     let (s, e) = (norm(start), norm(end));
     if step > 0 {
         let (s, e) = (s.clamp(0, n), e.clamp(0, n));
-        (s, u64::try_from((e - s + step - 1).max(0) / step).unwrap_or(0))
+        (s, (e - s).max(0).cast_unsigned().div_ceil(step.unsigned_abs()))
     } else {
         let (s, e) = (s.clamp(0, n - 1), e.clamp(-1, n - 1));
-        (s, u64::try_from((s - e - step - 1).max(0) / -step).unwrap_or(0))
+        (s, (s - e).max(0).cast_unsigned().div_ceil(step.unsigned_abs()))
     }
 }
 
@@ -182,12 +185,12 @@ pub(crate) fn slice(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     }
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed()) {
+    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed().filter(|d| fits(d))) {
         let st = strides(&v.shape);
         let idx = gather_coords(&od, &st, |k, p| {
             (plan[k].0 + p.cast_signed() * plan[k].1).cast_unsigned()
         });
-        out.value = Some(v.gather_flat(od, &idx));
+        out.value = v.gather_flat(od, &idx);
     }
     Ok(vec![out])
 }
@@ -201,7 +204,9 @@ pub(crate) fn gather(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     dims.extend(x.0[a + 1..].iter().cloned());
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(i), Some(od)) = (cx.value(0), cx.value(1), s.as_fixed()) {
+    if let (Some(v), Some(i), Some(od)) =
+        (cx.value(0), cx.value(1), s.as_fixed().filter(|d| fits(d)))
+    {
         let n = v.shape[a].cast_signed();
         let idx: Option<Vec<u64>> = i
             .as_i64()
@@ -236,7 +241,7 @@ pub(crate) fn gather(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
                     pos[k] = 0;
                 }
             }
-            out.value = Some(v.gather_flat(od, &flat));
+            out.value = v.gather_flat(od, &flat);
         }
     }
     Ok(vec![out])
@@ -311,6 +316,5 @@ pub(crate) fn nonzero(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         }
         return Ok(vec![Out::konst(Const::ints(DType::I64, vec![r, nz.len() as u64], data))]);
     }
-    let _ = FOLD_MAX;
     Ok(vec![Out::new(Some(DType::I64), Shape(vec![Dim::Known(r), Dim::unknown()]))])
 }

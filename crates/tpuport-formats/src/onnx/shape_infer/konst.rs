@@ -7,6 +7,11 @@ pub(crate) const LOAD_MAX: u64 = 4096;
 /// Largest folded result kept (elements): causal masks of long sequences still fold.
 pub(crate) const FOLD_MAX: u64 = 1 << 18;
 
+/// True when a result of these dims is small enough to fold (checked product).
+pub(crate) fn fits(dims: &[u64]) -> bool {
+    dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d)).is_some_and(|n| n <= FOLD_MAX)
+}
+
 /// Element storage: integers (and bools as 0/1) or floats.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Data {
@@ -115,13 +120,13 @@ impl Const {
         })
     }
 
-    /// Picks elements by flat index into a new shape.
-    pub(crate) fn gather_flat(&self, shape: Vec<u64>, idx: &[usize]) -> Const {
+    /// Picks elements by flat index into a new shape (`None` if an index is out of range).
+    pub(crate) fn gather_flat(&self, shape: Vec<u64>, idx: &[usize]) -> Option<Const> {
         let data = match &self.data {
-            Data::I(v) => Data::I(idx.iter().map(|&i| v[i]).collect()),
-            Data::F(v) => Data::F(idx.iter().map(|&i| v[i]).collect()),
+            Data::I(v) => Data::I(idx.iter().map(|&i| v.get(i).copied()).collect::<Option<_>>()?),
+            Data::F(v) => Data::F(idx.iter().map(|&i| v.get(i).copied()).collect::<Option<_>>()?),
         };
-        Const { dtype: self.dtype, shape, data }
+        Some(Const { dtype: self.dtype, shape, data })
     }
 
     /// Reads a small numeric weight.

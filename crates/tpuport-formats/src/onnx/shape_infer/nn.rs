@@ -26,7 +26,7 @@ fn window_out(
                 let span = n.checked_add(pb)?.checked_add(pe)?.checked_sub(eff)?;
                 let mut out = if ceil { span.div_ceil(s) + 1 } else { span / s + 1 };
                 // A last window starting inside the end padding is dropped (ceil mode).
-                if ceil && (out - 1) * s >= n + pb {
+                if ceil && (out - 1).saturating_mul(s) >= n.saturating_add(pb) {
                     out -= 1;
                 }
                 Some(out)
@@ -288,7 +288,10 @@ pub(crate) fn einsum(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         let mut rest = *t;
         while !rest.is_empty() {
             if let Some(r) = rest.strip_prefix("...") {
-                owned.push(Shape(s.0[k..k + ell_rank].to_vec()));
+                let part =
+                    s.0.get(k..k + ell_rank)
+                        .ok_or_else(|| Fail::Invalid(format!("operand {i} rank too small")))?;
+                owned.push(Shape(part.to_vec()));
                 k += ell_rank;
                 rest = r;
                 continue;

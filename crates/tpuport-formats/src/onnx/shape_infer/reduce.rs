@@ -33,7 +33,7 @@ pub(crate) fn reduce(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             .collect();
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed()) {
+    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed().filter(|d| super::konst::fits(d))) {
         out.value = fold(&cx.node.op, v, &axes, od);
     }
     Ok(vec![out])

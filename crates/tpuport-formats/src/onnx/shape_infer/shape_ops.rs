@@ -5,7 +5,7 @@ use tpuport_model::{DType, Dim, Shape};
 
 use super::cx::{Fail, NodeCx, Out, Res, axis, broadcast, known_product, to_u64};
 use super::elementwise::bcast_index;
-use super::konst::{Const, Data, FOLD_MAX};
+use super::konst::{Const, Data, FOLD_MAX, fits};
 
 fn dims_i64(s: &Shape) -> Option<Vec<i64>> {
     s.as_fixed().map(|v| v.into_iter().map(u64::cast_signed).collect())
@@ -40,7 +40,8 @@ pub(crate) fn size(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 fn reshaped(v: Option<&Const>, shape: &Shape) -> Option<Const> {
     let dims = shape.as_fixed()?;
     let v = v?;
-    (dims.iter().product::<u64>() == v.len() as u64).then(|| Const { shape: dims, ..v.clone() })
+    (dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d)) == Some(v.len() as u64))
+        .then(|| Const { shape: dims, ..v.clone() })
 }
 
 /// `Reshape`: `0` copies the input dim (unless `allowzero`), `-1` takes what remains.
@@ -171,10 +172,10 @@ pub(crate) fn expand(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let s = broadcast(&[x, &t])?;
     let mut out = Out::new(cx.dtype(0), s.clone());
     if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed())
-        && dims.iter().product::<u64>() <= FOLD_MAX
+        && fits(&dims)
     {
         let idx = bcast_index(&dims, &v.shape);
-        out.value = Some(v.gather_flat(dims, &idx));
+        out.value = v.gather_flat(dims, &idx);
     }
     Ok(vec![out])
 }
