@@ -1,15 +1,121 @@
-//! `tpuport port`: placeholder while the verb is written.
+//! `tpuport port`: rewrite Python scripts for torch_xla, TF `TPUStrategy` or JAX sharding.
 
-use clap::Args;
+use std::path::PathBuf;
 
-use crate::cli::GlobalArgs;
+use clap::{Args, ValueEnum};
+use tpuport_lint::files::{collect_python_files, read_source};
+use tpuport_lint::port::{Target, port_source};
+use tpuport_lint::render::{display_path, unified_diff};
+use tpuport_lint::{error_chain, write_atomic};
+
+use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
 use crate::printer::Printer;
 
+/// Port target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PortTarget {
+    /// PyTorch → PyTorch/XLA.
+    TorchXla,
+    /// TensorFlow/Keras → TPUStrategy.
+    TfTpu,
+    /// JAX pmap / experimental APIs → jit with NamedSharding, jax.shard_map.
+    Jax,
+}
+
 /// Arguments of `tpuport port`.
 #[derive(Debug, Args)]
-pub(crate) struct PortArgs {}
+pub(crate) struct PortArgs {
+    /// Files or folders to port.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Target stack.
+    #[arg(long, value_enum)]
+    pub(crate) to: PortTarget,
+    /// Print a unified diff (the default).
+    #[arg(long, conflicts_with = "write")]
+    pub(crate) diff: bool,
+    /// Rewrite the files in place (atomically).
+    #[arg(long)]
+    pub(crate) write: bool,
+}
 
-pub(crate) fn run(_a: &PortArgs, _g: &GlobalArgs, _p: &Printer) -> anyhow::Result<Status> {
-    anyhow::bail!("`tpuport port` is not implemented yet")
+pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
+    let target = match a.to {
+        PortTarget::TorchXla => Target::TorchXla,
+        PortTarget::TfTpu => Target::TfTpu,
+        PortTarget::Jax => Target::Jax,
+    };
+    let mut failed = false;
+    let mut manual_total = 0usize;
+    let mut json_files = Vec::new();
+    for entry in collect_python_files(&a.paths) {
+        let path = match entry {
+            Ok(path) => path,
+            Err(e) => {
+                failed = true;
+                p.warn(&error_chain(&e));
+                continue;
+            }
+        };
+        let name = display_path(&path);
+        let source = match read_source(&path) {
+            Ok(s) => s,
+            Err(e) => {
+                failed = true;
+                p.warn(&error_chain(&e));
+                continue;
+            }
+        };
+        let result = match port_source(&source, target) {
+            Ok(r) => r,
+            Err(e) => {
+                failed = true;
+                p.warn(&format!("{name}: cannot parse: {e}"));
+                continue;
+            }
+        };
+        manual_total += result.manual.len();
+        let changed = result.output != source;
+        if a.write && changed {
+            if let Err(e) = write_atomic(&path, &result.output) {
+                failed = true;
+                p.warn(&error_chain(&e));
+                continue;
+            }
+        }
+        match g.format {
+            Format::Json | Format::Sarif => json_files.push(serde_json::json!({
+                "filename": name,
+                "target": target.name(),
+                "changed": changed,
+                "written": a.write && changed,
+                "changes": result.changes,
+                "manual": result.manual,
+                "diff": if a.write { None } else { Some(unified_diff(&source, &result.output, &path)) },
+            })),
+            Format::Text => {
+                if !a.write && changed {
+                    p.data(&unified_diff(&source, &result.output, &path));
+                }
+                if a.write && changed {
+                    p.info(&format!("{name}: {} change(s) written", result.changes.len()));
+                }
+                for c in &result.changes {
+                    p.info(&format!("{name}:{}: {}", c.line, c.description));
+                }
+                for m in &result.manual {
+                    p.warn(&format!("{name}:{}:{}: manual step: {} {}", m.line, m.column, m.code, m.message));
+                }
+            }
+        }
+    }
+    if matches!(g.format, Format::Json | Format::Sarif) {
+        let doc = serde_json::json!({ "version": 1, "tool": "tpuport", "files": json_files });
+        p.data(&format!("{}\n", serde_json::to_string_pretty(&doc)?));
+    }
+    if failed {
+        return Ok(Status::Failure);
+    }
+    Ok(if manual_total > 0 { Status::Findings } else { Status::Success })
 }
