@@ -66,7 +66,14 @@ fn graph(model: &Model, g: &Graph, outer: &[Labels], depth: usize, opts: Structu
             labels.insert(v.name.clone(), l.clone());
             by_id.insert(id.0, l);
         }
-        let mut attrs: Vec<String> = node.attrs.iter().map(|(k, v)| format!("{k}={}", attr(model, v))).collect();
+        // `tpuport.unparsed` records source syntax, not the computation; the printer cannot
+        // reproduce it, so it is left out.
+        let mut attrs: Vec<String> = node
+            .attrs
+            .iter()
+            .filter(|(k, _)| k != "tpuport.unparsed")
+            .map(|(k, v)| format!("{k}={}", attr(model, v)))
+            .collect();
         attrs.sort();
         let loc = if opts.locations { node.location.clone().unwrap_or_default() } else { String::new() };
         let _ = writeln!(out, "{pad}{} = {}({}) {{{}}} {loc}", outs.join(", "), node.op, ins.join(", "), attrs.join(", "));

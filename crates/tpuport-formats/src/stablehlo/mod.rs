@@ -18,6 +18,8 @@ mod lexer;
 mod loc;
 mod parser;
 mod pretty;
+#[cfg(test)]
+mod tests;
 mod types;
 
 use std::io::Read;

@@ -6,9 +6,9 @@
 //! types`; if even that fails, its operands and types are recovered from the raw text and the
 //! text itself is kept (`Op::unparsed`), never an import failure.
 
-use super::ast::{Arg, Op, Region, Type};
+use super::ast::{Arg, Op, Region};
 use super::lexer::{self, Kind};
-use super::parser::{PErr, PResult, Parser};
+use super::parser::{PResult, Parser};
 
 /// Parses the rest of a pretty op whose name is already in `op.name`.
 pub(crate) fn parse(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
@@ -675,7 +675,7 @@ fn raw(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
             break;
         }
         if depth == 0
-            && (p.src[last_end..t.start].contains(&b'\n') && last_end > start
+            && (p.src[last_end..t.start].contains(&b'\n')
                 || p.is_p(t, "}")
                 || (p.is_kw(t, "loc") && p.src.get(t.end) == Some(&b'(')))
         {
@@ -711,11 +711,5 @@ fn raw(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
         }
         p.pos = save;
     }
-    let _ = PErr { at: start, what: String::new() };
     Ok(())
-}
-
-#[allow(dead_code, reason = "kept for callers that need a value's parsed type")]
-fn type_of(p: &Parser<'_>, v: &str) -> Option<Type> {
-    p.types.get(v).cloned()
 }
