@@ -125,7 +125,8 @@ def check(out):
 "#;
 
 fn venv_python() -> PathBuf {
-    let root = std::env::var_os("TPUPORT_ROOT").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), PathBuf::from);
+    let root = std::env::var_os("TPUPORT_ROOT")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), PathBuf::from);
     let p = root.join(".venv/bin/python");
     assert!(p.exists(), "venv python missing at {}: run `make venv`", p.display());
     p
@@ -134,8 +135,14 @@ fn venv_python() -> PathBuf {
 fn run_script(dir: &Path, mode: &str) -> String {
     let script = dir.join("jax_modules.py");
     std::fs::write(&script, SCRIPT).unwrap();
-    let out = Command::new(venv_python()).arg(&script).arg(mode).arg(dir).output().expect("running venv python");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(venv_python())
+        .arg(&script)
+        .arg(mode)
+        .arg(dir)
+        .output()
+        .expect("running venv python");
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "python {mode} failed:\n{text}");
     text
 }
@@ -147,20 +154,33 @@ fn meta_sig(v: &serde_json::Value) -> Vec<(Vec<i64>, DType)> {
         .iter()
         .map(|e| {
             let shape = e[0].as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect();
-            let dt = DType::from_name(e[1].as_str().unwrap()).unwrap_or_else(|| panic!("dtype {}", e[1]));
+            let dt = DType::from_name(e[1].as_str().unwrap())
+                .unwrap_or_else(|| panic!("dtype {}", e[1]));
             (shape, dt)
         })
         .collect()
 }
 
 fn ty_sig(t: &TensorType) -> (Vec<i64>, DType) {
-    let shape = t.shape.as_ref().expect("ranked").0.iter().map(|d| d.known().map_or(-1, |n| n as i64)).collect();
+    let shape = t
+        .shape
+        .as_ref()
+        .expect("ranked")
+        .0
+        .iter()
+        .map(|d| d.known().map_or(-1, |n| n as i64))
+        .collect();
     (shape, t.dtype.expect("dtype"))
 }
 
-fn graph_sig(m: &Model) -> (Vec<(Vec<i64>, DType)>, Vec<(Vec<i64>, DType)>) {
+type Sig = Vec<(Vec<i64>, DType)>;
+
+fn graph_sig(m: &Model) -> (Sig, Sig) {
     let g = &m.graph;
-    (g.inputs.iter().map(|&i| ty_sig(&g.value(i).ty)).collect(), g.outputs.iter().map(|&i| ty_sig(&g.value(i).ty)).collect())
+    (
+        g.inputs.iter().map(|&i| ty_sig(&g.value(i).ty)).collect(),
+        g.outputs.iter().map(|&i| ty_sig(&g.value(i).ty)).collect(),
+    )
 }
 
 #[test]
@@ -174,7 +194,10 @@ fn jax_modules_import_round_trip_and_compile() {
     let names = ["mlp", "cnn", "ctrl", "misc", "sharded"];
     let mut printed = 0;
     for name in names.iter().copied().chain(["poly"]) {
-        let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(format!("{name}.meta.json"))).unwrap()).unwrap();
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(d.join(format!("{name}.meta.json"))).unwrap(),
+        )
+        .unwrap();
         for variant in ["jit", "export", "generic"] {
             let path = d.join(format!("{name}.{variant}.mlir"));
             if !path.exists() {
@@ -202,29 +225,46 @@ fn jax_modules_import_round_trip_and_compile() {
             std::fs::write(&out, &text).unwrap();
             let m2 = parse_text(&out, &text, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
             let opts = StructureOptions { locations: true };
-            assert_eq!(structure(&m, opts), structure(&m2, opts), "{name}.{variant}: round trip differs");
+            assert_eq!(
+                structure(&m, opts),
+                structure(&m2, opts),
+                "{name}.{variant}: round trip differs"
+            );
             printed += 1;
         }
         if names.contains(&name) {
             let a = open(&d.join(format!("{name}.jit.mlir")), &Default::default()).unwrap();
             let b = open(&d.join(format!("{name}.generic.mlir")), &Default::default()).unwrap();
             let o = StructureOptions::default();
-            assert_eq!(structure(&a, o), structure(&b, o), "{name}: pretty and MLIR-generic text differ");
+            assert_eq!(
+                structure(&a, o),
+                structure(&b, o),
+                "{name}: pretty and MLIR-generic text differ"
+            );
         }
     }
     assert_eq!(printed, 16);
     // JAX-specific content survives: closure constants as weights, sharding attributes, mesh.
     let m = open(&d.join("mlp.jit.mlir"), &Default::default()).unwrap();
-    let w = m.weights.iter().find(|w| w.shape == [16, 16]).expect("16x16 constant in the weight store");
+    let w =
+        m.weights.iter().find(|w| w.shape == [16, 16]).expect("16x16 constant in the weight store");
     assert_eq!((w.dtype, w.bytes().unwrap().len()), (DType::F32, 16 * 16 * 4));
     let sh = open(&d.join("sharded.jit.mlir"), &Default::default()).unwrap();
-    let all: Vec<&tpuport_model::Node> = std::iter::once(&sh.graph).chain(&sh.functions).flat_map(|g| g.walk_nodes()).collect();
+    let all: Vec<&tpuport_model::Node> =
+        std::iter::once(&sh.graph).chain(&sh.functions).flat_map(|g| g.walk_nodes()).collect();
     let sc = all.iter().find(|n| n.op == "sdy.sharding_constraint").expect("sharding constraint");
-    assert_eq!(sc.attr("sharding").and_then(|a| a.as_str()), Some("#sdy.sharding<@mesh, [{\"x\"}, {}]>"));
+    assert_eq!(
+        sc.attr("sharding").and_then(|a| a.as_str()),
+        Some("#sdy.sharding<@mesh, [{\"x\"}, {}]>")
+    );
     let mc = all.iter().find(|n| n.op == "sdy.manual_computation").expect("shard_map body");
     assert_eq!(mc.subgraphs[0].1.nodes[0].op, "stablehlo.all_reduce");
-    assert!(sh.metadata.properties.iter().any(|(k, v)| k == "mlir.module_op" && v.contains("sdy.mesh")));
-    assert!(sh.metadata.properties.iter().any(|(k, v)| k == "mhlo.num_partitions" && v == "8 : i32"));
+    assert!(
+        sh.metadata.properties.iter().any(|(k, v)| k == "mlir.module_op" && v.contains("sdy.mesh"))
+    );
+    assert!(
+        sh.metadata.properties.iter().any(|(k, v)| k == "mhlo.num_partitions" && v == "8 : i32")
+    );
     let report = run_script(d, "check");
     let ok = report.lines().filter(|l| l.starts_with("OK ")).count();
     assert_eq!(ok, printed, "{report}");

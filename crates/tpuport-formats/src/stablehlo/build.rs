@@ -53,8 +53,21 @@ pub(crate) struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// A builder writing into `model`.
-    pub(crate) fn new(path: &'a Path, src: &'a str, module: &'a Module, model: Model) -> Builder<'a> {
-        Builder { path, src, module, locs: Resolver::new(&module.loc_aliases), model, func: String::new(), noted: Vec::new() }
+    pub(crate) fn new(
+        path: &'a Path,
+        src: &'a str,
+        module: &'a Module,
+        model: Model,
+    ) -> Builder<'a> {
+        Builder {
+            path,
+            src,
+            module,
+            locs: Resolver::new(&module.loc_aliases),
+            model,
+            func: String::new(),
+            noted: Vec::new(),
+        }
     }
 
     /// Builds every function; returns the model.
@@ -115,9 +128,15 @@ impl<'a> Builder<'a> {
 
     fn args(&mut self, g: &mut Graph, scope: &mut Scope, args: &[Arg]) {
         for (i, a) in args.iter().enumerate() {
-            let id = g.add_value(Value { name: a.name.clone(), ty: a.ty.tt.clone(), kind: ValueKind::Input, producer: None });
+            let id = g.add_value(Value {
+                name: a.name.clone(),
+                ty: a.ty.tt.clone(),
+                kind: ValueKind::Input,
+                producer: None,
+            });
             g.inputs.push(id);
-            scope.insert(a.name.clone(), Entry { id, ty: a.ty.tt.clone(), text: a.ty.text.clone() });
+            scope
+                .insert(a.name.clone(), Entry { id, ty: a.ty.tt.clone(), text: a.ty.text.clone() });
             if needs_text(&a.ty) {
                 g.attrs.push((format!("arg{i}:tpuport.type"), Attr::Str(a.ty.text.clone())));
             }
@@ -131,7 +150,13 @@ impl<'a> Builder<'a> {
     }
 
     /// Builds a block's ops into `g`; returns the terminator's operands.
-    fn block(&mut self, g: &mut Graph, ops: &[Op], scopes: &mut Vec<Scope>, term: &str) -> Result<Vec<ValueId>, FormatError> {
+    fn block(
+        &mut self,
+        g: &mut Graph,
+        ops: &[Op],
+        scopes: &mut Vec<Scope>,
+        term: &str,
+    ) -> Result<Vec<ValueId>, FormatError> {
         for (i, op) in ops.iter().enumerate() {
             let last = i + 1 == ops.len();
             if last && op.results.is_empty() && is_terminator(&op.name) {
@@ -149,15 +174,27 @@ impl<'a> Builder<'a> {
         Ok(Vec::new())
     }
 
-    fn lookup(&self, g: &mut Graph, scopes: &mut [Scope], name: &str, at: usize) -> Result<ValueId, FormatError> {
+    fn lookup(
+        &self,
+        g: &mut Graph,
+        scopes: &mut [Scope],
+        name: &str,
+        at: usize,
+    ) -> Result<ValueId, FormatError> {
         let alt = if name.contains('#') { None } else { Some(format!("{name}#0")) };
         for key in std::iter::once(name).chain(alt.as_deref()) {
-            let (inner, outer) = scopes.split_last_mut().ok_or_else(|| self.invalid(at, "no scope"))?;
+            let (inner, outer) =
+                scopes.split_last_mut().ok_or_else(|| self.invalid(at, "no scope"))?;
             if let Some(e) = inner.get(key) {
                 return Ok(e.id);
             }
             if let Some(e) = outer.iter().rev().find_map(|s| s.get(key)) {
-                let id = g.add_value(Value { name: key.to_owned(), ty: e.ty.clone(), kind: ValueKind::Outer, producer: None });
+                let id = g.add_value(Value {
+                    name: key.to_owned(),
+                    ty: e.ty.clone(),
+                    kind: ValueKind::Outer,
+                    producer: None,
+                });
                 let entry = Entry { id, ty: e.ty.clone(), text: e.text.clone() };
                 inner.insert(key.to_owned(), entry);
                 return Ok(id);
@@ -182,7 +219,10 @@ impl<'a> Builder<'a> {
         }
         derive(&op.name, &mut attrs);
         if op.types.iter().any(needs_text) {
-            attrs.push(("tpuport.result_types".to_owned(), Attr::Strs(op.types.iter().map(|t| t.text.clone()).collect())));
+            attrs.push((
+                "tpuport.result_types".to_owned(),
+                Attr::Strs(op.types.iter().map(|t| t.text.clone()).collect()),
+            ));
         }
         if let Some(u) = &op.unparsed {
             attrs.push(("tpuport.unparsed".to_owned(), Attr::Str(u.clone())));
@@ -198,7 +238,12 @@ impl<'a> Builder<'a> {
         }
         let mut outputs = Vec::with_capacity(op.results.len());
         for (r, ty) in op.results.iter().zip(&op.types) {
-            let id = g.add_value(Value { name: r.clone(), ty: ty.tt.clone(), kind: ValueKind::Intermediate, producer: None });
+            let id = g.add_value(Value {
+                name: r.clone(),
+                ty: ty.tt.clone(),
+                kind: ValueKind::Intermediate,
+                producer: None,
+            });
             if let Some(s) = scopes.last_mut() {
                 s.insert(r.clone(), Entry { id, ty: ty.tt.clone(), text: ty.text.clone() });
             }
@@ -219,7 +264,12 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    fn region(&mut self, name: &str, r: &Region, scopes: &mut Vec<Scope>) -> Result<Graph, FormatError> {
+    fn region(
+        &mut self,
+        name: &str,
+        r: &Region,
+        scopes: &mut Vec<Scope>,
+    ) -> Result<Graph, FormatError> {
         let mut g = Graph { name: name.to_owned(), ..Graph::default() };
         let mut scope = Scope::new();
         self.args(&mut g, &mut scope, &r.args);
@@ -233,36 +283,50 @@ impl<'a> Builder<'a> {
     /// A constant's `value`: a weight when large, dense and decodable; otherwise the text.
     fn constant(&mut self, op: &Op, text: &str) -> Result<Attr, FormatError> {
         let Some(ty) = op.types.first() else { return Ok(to_attr(text)) };
-        let (Some(dtype), Some(shape)) = (ty.tt.dtype, ty.tt.shape.as_ref()) else { return Ok(to_attr(text)) };
+        let (Some(dtype), Some(shape)) = (ty.tt.dtype, ty.tt.shape.as_ref()) else {
+            return Ok(to_attr(text));
+        };
         let Ok(elements) = shape.elements() else { return Ok(to_attr(text)) };
         let Some(dims) = shape.as_fixed() else { return Ok(to_attr(text)) };
         let value = text.split_once(" : ").map_or(text, |(v, _)| v).trim();
-        let data = if let Some(body) = value.strip_prefix("dense<").and_then(|b| b.strip_suffix('>')) {
-            if elements < WEIGHT_MIN_ELEMENTS {
-                return Ok(to_attr(text));
-            }
-            match consts::decode(body, dtype, elements) {
-                Some(Dense::Full(b)) => b,
-                _ => return Ok(to_attr(text)),
-            }
-        } else if let Some(key) = value.strip_prefix("dense_resource<").and_then(|b| b.strip_suffix('>')) {
-            let Some(hex) = self.module.resources.get(key.trim()) else {
-                self.note_once(
-                    "elided-constant",
-                    key,
-                    format!("constant {} refers to resource `{key}` whose data is not in the file", op.results.first().map_or("", String::as_str)),
-                );
+        let data =
+            if let Some(body) = value.strip_prefix("dense<").and_then(|b| b.strip_suffix('>')) {
+                if elements < WEIGHT_MIN_ELEMENTS {
+                    return Ok(to_attr(text));
+                }
+                match consts::decode(body, dtype, elements) {
+                    Some(Dense::Full(b)) => b,
+                    _ => return Ok(to_attr(text)),
+                }
+            } else if let Some(key) =
+                value.strip_prefix("dense_resource<").and_then(|b| b.strip_suffix('>'))
+            {
+                let Some(hex) = self.module.resources.get(key.trim()) else {
+                    self.note_once(
+                        "elided-constant",
+                        key,
+                        format!(
+                            "constant {} refers to resource `{key}` whose data is not in the file",
+                            op.results.first().map_or("", String::as_str)
+                        ),
+                    );
+                    return Ok(to_attr(text));
+                };
+                let need = dtype.storage_bytes(elements).unwrap_or(u64::MAX);
+                let bytes = hex
+                    .strip_prefix("0x")
+                    .and_then(consts::unhex)
+                    .filter(|b| b.len() as u64 == need + 4);
+                let Some(bytes) = bytes.filter(|_| consts::decodable(dtype)) else {
+                    return Err(self.invalid(
+                        op.at,
+                        format!("resource `{key}` does not hold {need} bytes for {}", ty.text),
+                    ));
+                };
+                bytes[4..].to_vec()
+            } else {
                 return Ok(to_attr(text));
             };
-            let need = dtype.storage_bytes(elements).unwrap_or(u64::MAX);
-            let bytes = hex.strip_prefix("0x").and_then(consts::unhex).filter(|b| b.len() as u64 == need + 4);
-            let Some(bytes) = bytes.filter(|_| consts::decodable(dtype)) else {
-                return Err(self.invalid(op.at, format!("resource `{key}` does not hold {need} bytes for {}", ty.text)));
-            };
-            bytes[4..].to_vec()
-        } else {
-            return Ok(to_attr(text));
-        };
         let base = format!("{}/{}", self.func, op.results.first().map_or("const", String::as_str));
         let mut name = base.clone();
         let mut k = 1;
@@ -270,7 +334,12 @@ impl<'a> Builder<'a> {
             name = format!("{base}.{k}");
             k += 1;
         }
-        let id = self.model.weights.push(Weight { name, dtype, shape: dims, data: WeightData::Inline(Arc::from(data)) });
+        let id = self.model.weights.push(Weight {
+            name,
+            dtype,
+            shape: dims,
+            data: WeightData::Inline(Arc::from(data)),
+        });
         Ok(Attr::Weight(id))
     }
 }
@@ -280,7 +349,9 @@ fn pick_main(funcs: &[Func]) -> Option<usize> {
     if let Some(i) = funcs.iter().position(|f| f.name == "main") {
         return Some(i);
     }
-    if let Some(i) = funcs.iter().position(|f| f.visibility.as_deref() != Some("private") && !f.external) {
+    if let Some(i) =
+        funcs.iter().position(|f| f.visibility.as_deref() != Some("private") && !f.external)
+    {
         return Some(i);
     }
     (!funcs.is_empty()).then_some(0)
@@ -313,32 +384,38 @@ pub(crate) fn to_attr(text: &str) -> Attr {
     if let Some(n) = t.strip_suffix(" : i64").and_then(|n| n.trim().parse::<i64>().ok()) {
         return Attr::Int(n);
     }
-    if t.len() >= 2 && t.starts_with('"') && t.ends_with('"') {
-        if let Ok(tok) = lexer::lex(t.as_bytes(), 0) {
-            if tok.kind == lexer::Kind::Str && tok.end == t.len() {
-                return Attr::Str(lexer::unescape(&t[1..t.len() - 1]));
-            }
-        }
+    if t.len() >= 2
+        && t.starts_with('"')
+        && t.ends_with('"')
+        && lexer::lex(t.as_bytes(), 0)
+            .is_ok_and(|tok| tok.kind == lexer::Kind::Str && tok.end == t.len())
+    {
+        return Attr::Str(lexer::unescape(&t[1..t.len() - 1]));
     }
     Attr::Text(t.to_owned())
 }
 
 /// Adds `tpuport.*` integer lists read from dimension-number attributes.
 fn derive(op: &str, attrs: &mut Vec<(String, Attr)>) {
-    let text = |name: &str| attrs.iter().find(|(k, _)| k == name).and_then(|(_, a)| a.as_str().map(str::to_owned));
+    let text = |name: &str| {
+        attrs.iter().find(|(k, _)| k == name).and_then(|(_, a)| a.as_str().map(str::to_owned))
+    };
     let mut extra: Vec<(String, Attr)> = Vec::new();
-    if op == "stablehlo.dot_general" {
-        if let Some(t) = text("dot_dimension_numbers") {
-            for f in ["lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions", "rhs_contracting_dimensions"] {
-                extra.push((format!("tpuport.{f}"), Attr::Ints(field_ints(&t, f))));
-            }
+    if op == "stablehlo.dot_general"
+        && let Some(t) = text("dot_dimension_numbers")
+    {
+        for f in [
+            "lhs_batching_dimensions",
+            "rhs_batching_dimensions",
+            "lhs_contracting_dimensions",
+            "rhs_contracting_dimensions",
+        ] {
+            extra.push((format!("tpuport.{f}"), Attr::Ints(field_ints(&t, f))));
         }
-    } else if op == "stablehlo.convolution" {
-        if let Some(t) = text("dimension_numbers") {
-            if let Some(parts) = conv_parts(&t) {
-                extra.extend(parts);
-            }
-        }
+    } else if op == "stablehlo.convolution"
+        && let Some(parts) = text("dimension_numbers").as_deref().and_then(conv_parts)
+    {
+        extra.extend(parts);
     }
     attrs.extend(extra);
 }

@@ -43,10 +43,9 @@ pub(crate) fn header(b: &[u8]) -> Result<(u64, String), String> {
     }
     let (version, used) = varint(&b[4..]).ok_or("truncated bytecode version")?;
     let rest = &b[4 + used..];
-    let end = rest
-        .iter()
-        .position(|&c| c == 0)
-        .ok_or_else(|| format!("bytecode producer string is not terminated within the first {HEADER_MAX} bytes"))?;
+    let end = rest.iter().position(|&c| c == 0).ok_or_else(|| {
+        format!("bytecode producer string is not terminated within the first {HEADER_MAX} bytes")
+    })?;
     let producer = String::from_utf8_lossy(&rest[..end]).into_owned();
     Ok((version, producer))
 }
@@ -71,6 +70,7 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
     use super::*;
 
     #[test]

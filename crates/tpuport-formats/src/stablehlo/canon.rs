@@ -30,11 +30,19 @@ pub fn structure(model: &Model, opts: StructureOptions) -> String {
 
 type Labels = HashMap<String, String>;
 
-fn graph(model: &Model, g: &Graph, outer: &[Labels], depth: usize, opts: StructureOptions, out: &mut String) {
+fn graph(
+    model: &Model,
+    g: &Graph,
+    outer: &[Labels],
+    depth: usize,
+    opts: StructureOptions,
+    out: &mut String,
+) {
     let pad = "  ".repeat(depth);
     let mut labels = Labels::new();
     let mut by_id: HashMap<u32, String> = HashMap::new();
-    let mut attrs: Vec<String> = g.attrs.iter().map(|(k, v)| format!("{k}={}", attr(model, v))).collect();
+    let mut attrs: Vec<String> =
+        g.attrs.iter().map(|(k, v)| format!("{k}={}", attr(model, v))).collect();
     attrs.sort();
     let _ = writeln!(out, "{pad}attrs {}", attrs.join(" "));
     for (i, id) in g.inputs.iter().enumerate() {
@@ -50,14 +58,18 @@ fn graph(model: &Model, g: &Graph, outer: &[Labels], depth: usize, opts: Structu
         }
         let v = &g.values[id as usize];
         if v.kind == ValueKind::Outer {
-            let found = labels.get(&v.name).or_else(|| outer.iter().rev().find_map(|s| s.get(&v.name)));
+            let found =
+                labels.get(&v.name).or_else(|| outer.iter().rev().find_map(|s| s.get(&v.name)));
             return format!("outer:{}", found.map_or("?", String::as_str));
         }
         format!("?{}", v.name)
     };
     for (n, node) in g.nodes.iter().enumerate() {
-        let ins: Vec<String> =
-            node.inputs.iter().map(|i| i.map_or_else(|| "-".to_owned(), |id| label(id.0, &by_id, &labels))).collect();
+        let ins: Vec<String> = node
+            .inputs
+            .iter()
+            .map(|i| i.map_or_else(|| "-".to_owned(), |id| label(id.0, &by_id, &labels)))
+            .collect();
         let mut outs = Vec::new();
         for (k, id) in node.outputs.iter().enumerate() {
             let l = format!("n{n}.{k}");
@@ -75,8 +87,16 @@ fn graph(model: &Model, g: &Graph, outer: &[Labels], depth: usize, opts: Structu
             .map(|(k, v)| format!("{k}={}", attr(model, v)))
             .collect();
         attrs.sort();
-        let loc = if opts.locations { node.location.clone().unwrap_or_default() } else { String::new() };
-        let _ = writeln!(out, "{pad}{} = {}({}) {{{}}} {loc}", outs.join(", "), node.op, ins.join(", "), attrs.join(", "));
+        let loc =
+            if opts.locations { node.location.clone().unwrap_or_default() } else { String::new() };
+        let _ = writeln!(
+            out,
+            "{pad}{} = {}({}) {{{}}} {loc}",
+            outs.join(", "),
+            node.op,
+            ins.join(", "),
+            attrs.join(", ")
+        );
         for (name, sg) in &node.subgraphs {
             let _ = writeln!(out, "{pad} region {name}");
             let mut scopes = outer.to_vec();
@@ -94,7 +114,9 @@ fn attr(model: &Model, a: &Attr) -> String {
         Attr::Weight(id) => {
             let w = model.weights.get(*id);
             let sum = w.bytes().map_or(0u64, |b| {
-                b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3))
+                b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+                    (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)
+                })
             });
             format!("weight<{} {:?} {sum:016x}>", w.dtype, w.shape)
         }

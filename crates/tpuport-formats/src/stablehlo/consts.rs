@@ -16,7 +16,8 @@ pub(crate) enum Dense {
 
 /// True for the dtypes whose constants may be decoded into weights.
 pub(crate) fn decodable(d: DType) -> bool {
-    d.is_float() && !matches!(d, DType::F8E4M3FN | DType::F8E5M2 | DType::F8E4M3FNUZ | DType::F8E5M2FNUZ)
+    d.is_float()
+        && !matches!(d, DType::F8E4M3FN | DType::F8E5M2 | DType::F8E4M3FNUZ | DType::F8E5M2FNUZ)
         || (d.is_int() && !matches!(d, DType::I4 | DType::U4))
 }
 
@@ -34,7 +35,8 @@ pub(crate) fn decode(body: &str, dtype: DType, elements: u64) -> Option<Dense> {
         if bytes.len() == width {
             return Some(Dense::Splat(bytes));
         }
-        return (bytes.len() as u64 == elements.checked_mul(width as u64)?).then_some(Dense::Full(bytes));
+        return (bytes.len() as u64 == elements.checked_mul(width as u64)?)
+            .then_some(Dense::Full(bytes));
     }
     let src = body.as_bytes();
     let mut out = Vec::new();
@@ -109,7 +111,7 @@ fn encode_scalar(s: &str, neg: bool, dtype: DType, out: &mut Vec<u8>) -> Option<
 /// Hex digits to bytes.
 pub(crate) fn unhex(hex: &str) -> Option<Vec<u8>> {
     let h = hex.as_bytes();
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
@@ -133,11 +135,21 @@ mod tests {
 
     #[test]
     fn forms() {
-        assert_eq!(decode("\"0x0000803F\"", DType::F32, 4), Some(Dense::Splat(1f32.to_le_bytes().to_vec())));
+        assert_eq!(
+            decode("\"0x0000803F\"", DType::F32, 4),
+            Some(Dense::Splat(1f32.to_le_bytes().to_vec()))
+        );
         let two: Vec<u8> = [1f32, -2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(decode("[1.000000e+00, -2.500000e+00]", DType::F32, 2), Some(Dense::Full(two)));
-        assert_eq!(decode("[[1, 2], [3, 4]]", DType::I32, 4).map(|d| matches!(d, Dense::Full(b) if b.len() == 16)), Some(true));
-        assert_eq!(decode("0xFF800000", DType::F32, 1), Some(Dense::Full(f32::NEG_INFINITY.to_le_bytes().to_vec())));
+        assert_eq!(
+            decode("[[1, 2], [3, 4]]", DType::I32, 4)
+                .map(|d| matches!(d, Dense::Full(b) if b.len() == 16)),
+            Some(true)
+        );
+        assert_eq!(
+            decode("0xFF800000", DType::F32, 1),
+            Some(Dense::Full(f32::NEG_INFINITY.to_le_bytes().to_vec()))
+        );
         assert_eq!(decode("[1, 2, 3]", DType::I32, 4), None);
         assert_eq!(decode("[1, 2]", DType::F8E4M3FN, 2), None);
         assert_eq!(unhex("0aFF"), Some(vec![10, 255]));

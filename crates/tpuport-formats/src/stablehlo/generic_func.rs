@@ -49,7 +49,12 @@ pub(crate) fn from_generic(op: Op, max_depth: usize, max_items: u64) -> Result<F
             f.args = ins
                 .iter()
                 .enumerate()
-                .map(|(i, t)| super::ast::Arg { name: format!("%arg{i}"), ty: t.clone(), attrs: Vec::new(), loc: None })
+                .map(|(i, t)| super::ast::Arg {
+                    name: format!("%arg{i}"),
+                    ty: t.clone(),
+                    attrs: Vec::new(),
+                    loc: None,
+                })
                 .collect();
         }
     }
@@ -62,7 +67,11 @@ pub(crate) fn from_generic(op: Op, max_depth: usize, max_items: u64) -> Result<F
 }
 
 /// `[{a = 1}, {}]` as a list of dictionaries.
-fn dict_list(text: &str, max_depth: usize, max_items: u64) -> Result<Vec<Vec<(String, String)>>, String> {
+fn dict_list(
+    text: &str,
+    max_depth: usize,
+    max_items: u64,
+) -> Result<Vec<Vec<(String, String)>>, String> {
     let mut p = Parser::new(text, max_depth, max_items);
     let bad = |e: super::parser::PErr| format!("bad attribute list `{text}`: {}", e.what);
     p.expect("[", "to open the list").map_err(bad)?;

@@ -127,7 +127,10 @@ pub(crate) fn lex(src: &[u8], pos: usize) -> Result<Token, LexError> {
             tok(Kind::Str, end)
         }
         b'0'..=b'9' => {
-            if c == b'0' && at(start + 1) == Some(b'x') && at(start + 2).is_some_and(|d| d.is_ascii_hexdigit()) {
+            if c == b'0'
+                && at(start + 1) == Some(b'x')
+                && at(start + 2).is_some_and(|d| d.is_ascii_hexdigit())
+            {
                 let mut i = start + 2;
                 while i < src.len() && src[i].is_ascii_hexdigit() {
                     i += 1;
@@ -175,11 +178,10 @@ pub(crate) fn lex(src: &[u8], pos: usize) -> Result<Token, LexError> {
             tok(Kind::Punct, start + 3)
         }
         b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'<' | b'>' | b',' | b':' | b'=' | b'?'
-        | b'*' | b'+' | b'-' | b'|' | b'&' | b'/' | b'.' | b'\\' | b';' => tok(Kind::Punct, start + 1),
-        _ => Err(LexError {
-            at: start,
-            what: format!("unexpected character {:?}", char::from(c)),
-        }),
+        | b'*' | b'+' | b'-' | b'|' | b'&' | b'/' | b'.' | b'\\' | b';' => {
+            tok(Kind::Punct, start + 1)
+        }
+        _ => Err(LexError { at: start, what: format!("unexpected character {:?}", char::from(c)) }),
     }
 }
 
@@ -278,13 +280,31 @@ mod tests {
 
     #[test]
     fn tokens() {
-        let k = kinds("%0:2 = \"x\"(%a#1) -> @f @\"q r\" #loc3 !stablehlo.token 0xFF 1.5e-3 {-# #-} // c\n^bb0");
+        let k = kinds(
+            "%0:2 = \"x\"(%a#1) -> @f @\"q r\" #loc3 !stablehlo.token 0xFF 1.5e-3 {-# #-} // c\n^bb0",
+        );
         let texts: Vec<&str> = k.iter().map(|t| t.1).collect();
         assert_eq!(
             texts,
             vec![
-                "%0", ":", "2", "=", "\"x\"", "(", "%a#1", ")", "->", "@f", "@\"q r\"", "#loc3",
-                "!stablehlo.token", "0xFF", "1.5e-3", "{-#", "#-}", "^bb0"
+                "%0",
+                ":",
+                "2",
+                "=",
+                "\"x\"",
+                "(",
+                "%a#1",
+                ")",
+                "->",
+                "@f",
+                "@\"q r\"",
+                "#loc3",
+                "!stablehlo.token",
+                "0xFF",
+                "1.5e-3",
+                "{-#",
+                "#-}",
+                "^bb0"
             ]
         );
         assert_eq!(k[14].0, Kind::Float);

@@ -51,7 +51,10 @@ impl<'a> Resolver<'a> {
                 }
                 b'#' => {
                     let mut j = i + 1;
-                    while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'$' | b'-')) {
+                    while j < b.len()
+                        && (b[j].is_ascii_alphanumeric()
+                            || matches!(b[j], b'_' | b'.' | b'$' | b'-'))
+                    {
                         j += 1;
                     }
                     let name = &raw[i..j];

@@ -64,12 +64,18 @@ impl Importer for StablehloImporter {
         if len > opts.limits.max_inflated_bytes {
             return Err(FormatError::invalid(
                 path,
-                format!("MLIR text of {len} bytes exceeds Limits::max_inflated_bytes ({})", opts.limits.max_inflated_bytes),
+                format!(
+                    "MLIR text of {len} bytes exceeds Limits::max_inflated_bytes ({})",
+                    opts.limits.max_inflated_bytes
+                ),
             ));
         }
         let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
         let text = String::from_utf8(bytes).map_err(|e| {
-            FormatError::invalid(path, format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+            FormatError::invalid(
+                path,
+                format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            )
         })?;
         parse_text(path, &text, &opts.limits)
     }
@@ -113,16 +119,28 @@ fn metadata(m: &ast::Module, model: &mut Model) {
     }
     for op in &m.others {
         let (props, rest) = printer::attr_groups(&op.name, &op.attrs);
-        md.properties.push(("mlir.module_op".to_owned(), format!("{}(){props}{rest} : () -> ()", lexer::quote(&op.name))));
+        md.properties.push((
+            "mlir.module_op".to_owned(),
+            format!("{}(){props}{rest} : () -> ()", lexer::quote(&op.name)),
+        ));
     }
-    let jax_attr = m.attrs.iter().any(|(k, _)| k.starts_with("jax.") || k == "mhlo.num_partitions" || k == "mhlo.num_replicas");
-    let result_info = m.funcs.iter().any(|f| f.results.iter().any(|(_, a)| a.iter().any(|(k, _)| k == "jax.result_info")));
+    let jax_attr = m.attrs.iter().any(|(k, _)| {
+        k.starts_with("jax.") || k == "mhlo.num_partitions" || k == "mhlo.num_replicas"
+    });
+    let result_info = m
+        .funcs
+        .iter()
+        .any(|f| f.results.iter().any(|(_, a)| a.iter().any(|(k, _)| k == "jax.result_info")));
     let jit_name = m.name.as_deref().is_some_and(|n| n.starts_with("jit_"));
     if jax_attr || result_info || jit_name {
         md.framework = Framework::Jax;
         md.exporter = Some(
-            if m.attrs.iter().any(|(k, _)| k == "jax.uses_shape_polymorphism") { "jax.export" } else { "jax.jit lower" }
-                .to_owned(),
+            if m.attrs.iter().any(|(k, _)| k == "jax.uses_shape_polymorphism") {
+                "jax.export"
+            } else {
+                "jax.jit lower"
+            }
+            .to_owned(),
         );
     }
 }

@@ -216,7 +216,10 @@ impl<'a> Parser<'a> {
                     self.depth = base - 1;
                     return self.err(
                         t.start,
-                        format!("nesting deeper than {} levels (Limits::max_nesting)", self.max_depth),
+                        format!(
+                            "nesting deeper than {} levels (Limits::max_nesting)",
+                            self.max_depth
+                        ),
                     );
                 }
             } else if matches!(s, ")" | "]" | "}" | ">") {
@@ -259,7 +262,8 @@ impl<'a> Parser<'a> {
                     self.expect_number()?;
                 }
                 other => {
-                    return self.err(start, format!("expected an attribute value, found `{other}`"));
+                    return self
+                        .err(start, format!("expected an attribute value, found `{other}`"));
                 }
             },
             Kind::Ident | Kind::Hash | Kind::Bang => {
@@ -291,7 +295,8 @@ impl<'a> Parser<'a> {
 
     fn expect_number(&mut self) -> PResult<Token> {
         let t = self.bump()?;
-        if matches!(t.kind, Kind::Int | Kind::Float) || self.is_kw(t, "inf") || self.is_kw(t, "nan") {
+        if matches!(t.kind, Kind::Int | Kind::Float) || self.is_kw(t, "inf") || self.is_kw(t, "nan")
+        {
             return Ok(t);
         }
         self.err(t.start, format!("expected a number, found {}", self.describe(t)))
@@ -409,7 +414,10 @@ impl<'a> Parser<'a> {
                     if seen_module {
                         return self.err(
                             t.start,
-                            format!("expected end of input after the module, found {}", self.describe(t)),
+                            format!(
+                                "expected end of input after the module, found {}",
+                                self.describe(t)
+                            ),
                         );
                     }
                     let op = self.parse_op()?;
@@ -454,7 +462,12 @@ impl<'a> Parser<'a> {
                     let key = match k.kind {
                         Kind::Ident => self.tx(k).to_owned(),
                         Kind::Str => lexer::unescape(&self.text[k.start + 1..k.end - 1]),
-                        _ => return self.err(k.start, format!("expected a resource name, found {}", self.describe(k))),
+                        _ => {
+                            return self.err(
+                                k.start,
+                                format!("expected a resource name, found {}", self.describe(k)),
+                            );
+                        }
                     };
                     self.expect(":", "after the resource name")?;
                     let v = self.bump()?;
@@ -489,7 +502,8 @@ impl<'a> Parser<'a> {
                 break;
             }
             if t.kind == Kind::Eof {
-                return self.err(t.start, "expected `}` to close the module body, found end of input");
+                return self
+                    .err(t.start, "expected `}` to close the module body, found end of input");
             }
             if self.is_kw(t, "func.func") {
                 self.bump()?;
@@ -508,8 +522,8 @@ impl<'a> Parser<'a> {
     /// Files a module-level op: functions, a generic `builtin.module`, or anything else.
     fn module_item(&mut self, m: &mut Module, op: Op) -> PResult<()> {
         if op.name == "builtin.module" {
-            let (name, mut attrs): (Option<String>, Vec<(String, String)>) = (None, op.attrs);
-            let mut name = name;
+            let mut attrs = op.attrs;
+            let mut name = None;
             attrs.retain(|(k, v)| {
                 if k == "sym_name" {
                     name = Some(lexer::unescape(v.trim_matches('"')));
@@ -554,10 +568,12 @@ impl<'a> Parser<'a> {
         self.expect("(", "to open the parameter list")?;
         if !self.eat(")")? {
             loop {
-                let a = self.expect_kind(Kind::Value, "a parameter such as `%arg0: tensor<f32>`")?;
+                let a =
+                    self.expect_kind(Kind::Value, "a parameter such as `%arg0: tensor<f32>`")?;
                 self.expect(":", "after the parameter name")?;
                 let ty = self.parse_type()?;
-                let attrs = if self.is_p(self.peek()?, "{") { self.attr_dict_plain()? } else { Vec::new() };
+                let attrs =
+                    if self.is_p(self.peek()?, "{") { self.attr_dict_plain()? } else { Vec::new() };
                 let loc = self.opt_loc()?;
                 let name = self.tx(a).to_owned();
                 self.types.insert(name.clone(), ty.clone());
@@ -574,8 +590,11 @@ impl<'a> Parser<'a> {
                 if !self.eat(")")? {
                     loop {
                         let ty = self.parse_type()?;
-                        let attrs =
-                            if self.is_p(self.peek()?, "{") { self.attr_dict_plain()? } else { Vec::new() };
+                        let attrs = if self.is_p(self.peek()?, "{") {
+                            self.attr_dict_plain()?
+                        } else {
+                            Vec::new()
+                        };
                         f.results.push((ty, attrs));
                         if self.eat(",")? {
                             continue;
@@ -618,7 +637,12 @@ impl<'a> Parser<'a> {
             }
             if t.kind == Kind::Eof {
                 let (l, c) = lexer::line_col(self.src, open.start);
-                return self.err(t.start, format!("expected `}}` to close the region opened at {l}:{c}, found end of input"));
+                return self.err(
+                    t.start,
+                    format!(
+                        "expected `}}` to close the region opened at {l}:{c}, found end of input"
+                    ),
+                );
             }
             if t.kind == Kind::Block {
                 blocks += 1;
@@ -661,7 +685,10 @@ impl<'a> Parser<'a> {
         let first = self.peek()?;
         self.items += 1;
         if self.items > self.max_items {
-            return self.err(first.start, format!("more than {} operations (Limits::max_items)", self.max_items));
+            return self.err(
+                first.start,
+                format!("more than {} operations (Limits::max_items)", self.max_items),
+            );
         }
         let mut op = Op { at: first.start, ..Op::default() };
         if first.kind == Kind::Value {
@@ -675,7 +702,10 @@ impl<'a> Parser<'a> {
                         .parse()
                         .ok()
                         .filter(|&c: &usize| c > 0 && (c as u64) < self.max_items)
-                        .ok_or(PErr { at: n.start, what: "result count out of range".to_owned() })?;
+                        .ok_or(PErr {
+                            at: n.start,
+                            what: "result count out of range".to_owned(),
+                        })?;
                     op.results.extend((0..count).map(|i| format!("{name}#{i}")));
                 } else {
                     op.results.push(name);
@@ -700,7 +730,10 @@ impl<'a> Parser<'a> {
                 super::pretty::parse(self, &mut op)?;
             }
             _ => {
-                return self.err(t.start, format!("expected an operation name, found {}", self.describe(t)));
+                return self.err(
+                    t.start,
+                    format!("expected an operation name, found {}", self.describe(t)),
+                );
             }
         }
         if let Some(l) = self.opt_loc()? {
@@ -773,7 +806,8 @@ impl<'a> Parser<'a> {
         self.expect("(", "to open a function type")?;
         let ins = self.type_list_until(")")?;
         self.expect("->", "in a function type")?;
-        let outs = if self.eat("(")? { self.type_list_until(")")? } else { vec![self.parse_type()?] };
+        let outs =
+            if self.eat("(")? { self.type_list_until(")")? } else { vec![self.parse_type()?] };
         Ok((ins, outs))
     }
 
@@ -821,4 +855,3 @@ pub(crate) fn symbol_name(s: &str) -> String {
         s.to_owned()
     }
 }
-

@@ -87,7 +87,11 @@ fn int(p: &mut Parser<'_>) -> PResult<i64> {
         return p.err(t.start, format!("expected an integer, found {}", p.describe(t)));
     }
     let s = p.tx(t);
-    let v = if let Some(h) = s.strip_prefix("0x") { i64::from_str_radix(h, 16).ok() } else { s.parse::<i64>().ok() };
+    let v = if let Some(h) = s.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()
+    } else {
+        s.parse::<i64>().ok()
+    };
     let Some(v) = v else {
         return p.err(t.start, format!("integer {s} does not fit in 64 bits"));
     };
@@ -143,7 +147,8 @@ fn types(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
     } else if list.len() >= r {
         list.split_off(list.len() - r)
     } else {
-        return p.err(p.pos, format!("`{}` has {r} results but only {} types", op.name, list.len()));
+        return p
+            .err(p.pos, format!("`{}` has {r} results but only {} types", op.name, list.len()));
     };
     Ok(())
 }
@@ -171,7 +176,8 @@ fn iota(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
 
 fn compare(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
     let dir = p.expect_kind(Kind::Ident, "a comparison direction such as `GT`")?;
-    op.attrs.push(("comparison_direction".to_owned(), enum_attr("comparison_direction", p.tx(dir))));
+    op.attrs
+        .push(("comparison_direction".to_owned(), enum_attr("comparison_direction", p.tx(dir))));
     p.expect(",", "after the comparison direction")?;
     op.operands = p.value_list()?;
     if p.eat(",")? {
@@ -195,8 +201,12 @@ enum Conv {
 fn keyword(op: &str, kw: &str) -> Option<(&'static str, Conv)> {
     let short = op.strip_prefix("stablehlo.")?;
     Some(match (short, kw) {
-        ("broadcast_in_dim" | "dynamic_broadcast_in_dim", "dims") => ("broadcast_dimensions", Conv::Arr),
-        ("dynamic_broadcast_in_dim", "known_expanding_dimensions") => ("known_expanding_dimensions", Conv::Arr),
+        ("broadcast_in_dim" | "dynamic_broadcast_in_dim", "dims") => {
+            ("broadcast_dimensions", Conv::Arr)
+        }
+        ("dynamic_broadcast_in_dim", "known_expanding_dimensions") => {
+            ("known_expanding_dimensions", Conv::Arr)
+        }
         ("dynamic_broadcast_in_dim", "known_nonexpanding_dimensions") => {
             ("known_nonexpanding_dimensions", Conv::Arr)
         }
@@ -204,7 +214,9 @@ fn keyword(op: &str, kw: &str) -> Option<(&'static str, Conv)> {
         ("reverse", "dims") => ("dimensions", Conv::Arr),
         ("broadcast", "sizes") => ("broadcast_sizes", Conv::Arr),
         ("dynamic_slice", "sizes") => ("slice_sizes", Conv::Arr),
-        ("concatenate" | "get_dimension_size" | "set_dimension_size", "dim") => ("dimension", Conv::I64),
+        ("concatenate" | "get_dimension_size" | "set_dimension_size", "dim") => {
+            ("dimension", Conv::I64)
+        }
         ("dynamic_iota", "dim") => ("iota_dimension", Conv::I64),
         ("pad", "low") => ("edge_padding_low", Conv::Arr),
         ("pad", "high") => ("edge_padding_high", Conv::Arr),
@@ -255,7 +267,8 @@ fn keyword_form(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
                 let t = p.expect_kind(Kind::Ident, "a format such as `e8m10`")?;
                 let f = p.tx(t);
                 let parsed = f.strip_prefix('e').and_then(|r| r.split_once('m'));
-                let Some((e, m)) = parsed.and_then(|(e, m)| Some((e.parse::<u32>().ok()?, m.parse::<u32>().ok()?)))
+                let Some((e, m)) = parsed
+                    .and_then(|(e, m)| Some((e.parse::<u32>().ok()?, m.parse::<u32>().ok()?)))
                 else {
                     return p.err(t.start, format!("bad reduce_precision format `{f}`"));
                 };
@@ -310,7 +323,10 @@ fn keyword_form(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
             .filter_map(|k| dot.iter().find(|(n, v)| n == k && !v.is_empty()))
             .map(|(n, v)| format!("{n} = [{}]", join(v)))
             .collect();
-        op.attrs.insert(0, ("dot_dimension_numbers".to_owned(), format!("#stablehlo.dot<{}>", fields.join(", "))));
+        op.attrs.insert(
+            0,
+            ("dot_dimension_numbers".to_owned(), format!("#stablehlo.dot<{}>", fields.join(", "))),
+        );
     }
     opt_attrs(p, op)?;
     types(p, op)
@@ -376,8 +392,13 @@ fn convolution(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
                     }
                     "reverse" => {
                         let v = int_list(p)?;
-                        let b: Vec<&str> = v.iter().map(|&x| if x == 0 { "false" } else { "true" }).collect();
-                        let t = if b.is_empty() { "array<i1>".to_owned() } else { format!("array<i1: {}>", b.join(", ")) };
+                        let b: Vec<&str> =
+                            v.iter().map(|&x| if x == 0 { "false" } else { "true" }).collect();
+                        let t = if b.is_empty() {
+                            "array<i1>".to_owned()
+                        } else {
+                            format!("array<i1: {}>", b.join(", "))
+                        };
                         op.attrs.push(("window_reversal".to_owned(), t));
                     }
                     _ => {
@@ -453,7 +474,8 @@ fn reduce(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
         }
         let ty = p.types.get(&inits[0]).cloned().unwrap_or_else(|| op.types[0].clone());
         let (a, b, r) = (p.fresh_name("lhs"), p.fresh_name("rhs"), p.fresh_name("acc"));
-        let arg = |n: &str| Arg { name: n.to_owned(), ty: ty.clone(), attrs: Vec::new(), loc: None };
+        let arg =
+            |n: &str| Arg { name: n.to_owned(), ty: ty.clone(), attrs: Vec::new(), loc: None };
         let inner = Op {
             results: vec![r.clone()],
             name: body_op,
@@ -462,7 +484,8 @@ fn reduce(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
             at,
             ..Op::default()
         };
-        let ret = Op { name: "stablehlo.return".to_owned(), operands: vec![r], at, ..Op::default() };
+        let ret =
+            Op { name: "stablehlo.return".to_owned(), operands: vec![r], at, ..Op::default() };
         Region { args: vec![arg(&a), arg(&b)], ops: vec![inner, ret] }
     } else {
         p.expect_kw("reducer", "(the reduction body) after the types")?;
@@ -520,7 +543,10 @@ fn while_op(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
         }
     }
     if tys.len() != names.len() {
-        return p.err(op.at, format!("`stablehlo.while` has {} values but {} types", names.len(), tys.len()));
+        return p.err(
+            op.at,
+            format!("`stablehlo.while` has {} values but {} types", names.len(), tys.len()),
+        );
     }
     if p.eat_kw("attributes")? {
         op.attrs.extend(p.attr_dict_plain()?);
@@ -688,7 +714,13 @@ fn raw(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
                 "(" | "[" | "{" | "<" => {
                     depth += 1;
                     if depth > p.max_nesting() {
-                        return p.err(t.start, format!("nesting deeper than {} levels (Limits::max_nesting)", p.max_nesting()));
+                        return p.err(
+                            t.start,
+                            format!(
+                                "nesting deeper than {} levels (Limits::max_nesting)",
+                                p.max_nesting()
+                            ),
+                        );
                     }
                 }
                 ")" | "]" | "}" | ">" => depth = depth.saturating_sub(1),
@@ -705,7 +737,8 @@ fn raw(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
     if let Some(c) = colon {
         let save = p.pos;
         p.pos = c;
-        let ok = types(p, op).is_ok() && lexer::skip_trivia(p.src, p.pos) >= lexer::skip_trivia(p.src, end);
+        let ok = types(p, op).is_ok()
+            && lexer::skip_trivia(p.src, p.pos) >= lexer::skip_trivia(p.src, end);
         if !ok {
             op.types.clear();
         }

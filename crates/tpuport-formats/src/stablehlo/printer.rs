@@ -53,25 +53,94 @@ pub fn print_model_with(model: &Model, opts: PrintOptions) -> Result<String, For
 
 /// Attribute names that are properties of the StableHLO, CHLO, func and Shardy ops.
 const INHERENT: &[&str] = &[
-    "value", "iota_dimension", "broadcast_dimensions", "known_expanding_dimensions",
-    "known_nonexpanding_dimensions", "permutation", "start_indices", "limit_indices", "strides",
-    "slice_sizes", "dimension", "dimensions", "edge_padding_low", "edge_padding_high",
-    "interior_padding", "comparison_direction", "compare_type", "dot_dimension_numbers",
-    "precision_config", "algorithm", "dimension_numbers", "window_strides", "padding",
-    "lhs_dilation", "rhs_dilation", "window_reversal", "feature_group_count",
-    "batch_group_count", "window_dimensions", "base_dilations", "window_dilations",
-    "indices_are_sorted", "unique_indices", "scatter_dimension_numbers", "call_target_name",
-    "has_side_effect", "backend_config", "api_version", "called_computations",
-    "operand_layouts", "result_layouts", "output_operand_aliases", "is_stable", "index",
-    "rng_algorithm", "rng_distribution", "exponent_bits", "mantissa_bits", "fft_type",
-    "fft_length", "lower", "left_side", "unit_diagonal", "transpose_a", "replica_groups",
-    "channel_handle", "use_global_device_ids", "all_gather_dim", "scatter_dimension",
-    "split_dimension", "concat_dimension", "split_count", "source_target_pairs", "epsilon",
-    "feature_index", "infeed_config", "outfeed_config", "layout", "is_host_transfer", "name",
-    "composite_attributes", "decomposition", "version", "broadcast_sizes", "result_accuracy",
-    "einsum_config", "callee", "sharding", "mesh", "sym_name", "in_shardings",
-    "out_shardings", "manual_axes", "function_type", "sym_visibility", "arg_attrs",
-    "res_attrs", "no_inline",
+    "value",
+    "iota_dimension",
+    "broadcast_dimensions",
+    "known_expanding_dimensions",
+    "known_nonexpanding_dimensions",
+    "permutation",
+    "start_indices",
+    "limit_indices",
+    "strides",
+    "slice_sizes",
+    "dimension",
+    "dimensions",
+    "edge_padding_low",
+    "edge_padding_high",
+    "interior_padding",
+    "comparison_direction",
+    "compare_type",
+    "dot_dimension_numbers",
+    "precision_config",
+    "algorithm",
+    "dimension_numbers",
+    "window_strides",
+    "padding",
+    "lhs_dilation",
+    "rhs_dilation",
+    "window_reversal",
+    "feature_group_count",
+    "batch_group_count",
+    "window_dimensions",
+    "base_dilations",
+    "window_dilations",
+    "indices_are_sorted",
+    "unique_indices",
+    "scatter_dimension_numbers",
+    "call_target_name",
+    "has_side_effect",
+    "backend_config",
+    "api_version",
+    "called_computations",
+    "operand_layouts",
+    "result_layouts",
+    "output_operand_aliases",
+    "is_stable",
+    "index",
+    "rng_algorithm",
+    "rng_distribution",
+    "exponent_bits",
+    "mantissa_bits",
+    "fft_type",
+    "fft_length",
+    "lower",
+    "left_side",
+    "unit_diagonal",
+    "transpose_a",
+    "replica_groups",
+    "channel_handle",
+    "use_global_device_ids",
+    "all_gather_dim",
+    "scatter_dimension",
+    "split_dimension",
+    "concat_dimension",
+    "split_count",
+    "source_target_pairs",
+    "epsilon",
+    "feature_index",
+    "infeed_config",
+    "outfeed_config",
+    "layout",
+    "is_host_transfer",
+    "name",
+    "composite_attributes",
+    "decomposition",
+    "version",
+    "broadcast_sizes",
+    "result_accuracy",
+    "einsum_config",
+    "callee",
+    "sharding",
+    "mesh",
+    "sym_name",
+    "in_shardings",
+    "out_shardings",
+    "manual_axes",
+    "function_type",
+    "sym_visibility",
+    "arg_attrs",
+    "res_attrs",
+    "no_inline",
 ];
 
 /// True when `attr` is a property (inherent attribute) of `op`.
@@ -93,8 +162,8 @@ pub(crate) fn attr_groups(op: &str, entries: &[(String, String)]) -> (String, St
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let (props, rest): (Vec<&(String, String)>, Vec<&(String, String)>) =
-        entries.iter().partition(|(k, _)| is_inherent(op, k));
+    type Refs<'e> = Vec<&'e (String, String)>;
+    let (props, rest): (Refs<'_>, Refs<'_>) = entries.iter().partition(|(k, _)| is_inherent(op, k));
     let props = if props.is_empty() { String::new() } else { format!(" <{{{}}}>", render(&props)) };
     let rest = if rest.is_empty() { String::new() } else { format!(" {{{}}}", render(&rest)) };
     (props, rest)
@@ -204,7 +273,7 @@ impl Printer<'_> {
             entries.push((k.clone(), self.attr_text(v)?));
         }
         let (props, rest) = attr_groups("func.func", &entries);
-        let _ = write!(self.out, "  \"func.func\"(){props} ({{\n");
+        let _ = writeln!(self.out, "  \"func.func\"(){props} ({{");
         if !external {
             let args: Vec<String> = g
                 .inputs
@@ -224,12 +293,19 @@ impl Printer<'_> {
     }
 
     /// `[{a = 1}, {}]` from `arg{i}:name` graph attributes, or `None` when all are empty.
-    fn indexed_dicts(&self, g: &Graph, prefix: &str, n: usize) -> Result<Option<String>, FormatError> {
+    fn indexed_dicts(
+        &self,
+        g: &Graph,
+        prefix: &str,
+        n: usize,
+    ) -> Result<Option<String>, FormatError> {
         let mut dicts = vec![Vec::new(); n];
         let mut any = false;
         for (k, v) in &g.attrs {
             let Some((head, name)) = k.split_once(':') else { continue };
-            let Some(i) = head.strip_prefix(prefix).and_then(|i| i.parse::<usize>().ok()) else { continue };
+            let Some(i) = head.strip_prefix(prefix).and_then(|i| i.parse::<usize>().ok()) else {
+                continue;
+            };
             if name.starts_with("tpuport.") || i >= n {
                 continue;
             }
@@ -239,7 +315,8 @@ impl Printer<'_> {
             any = true;
         }
         Ok(any.then(|| {
-            let parts: Vec<String> = dicts.iter().map(|d| format!("{{{}}}", d.join(", "))).collect();
+            let parts: Vec<String> =
+                dicts.iter().map(|d| format!("{{{}}}", d.join(", "))).collect();
             format!("[{}]", parts.join(", "))
         }))
     }
@@ -254,24 +331,24 @@ impl Printer<'_> {
     /// The type of a value from its own record (producer annotations, rendering).
     fn plain_type(&self, g: &Graph, id: ValueId) -> Result<String, FormatError> {
         let v = g.value(id);
-        if let Some(n) = v.producer {
-            let node = g.node(n);
-            if let Some(Attr::Strs(ts)) = node.attr("tpuport.result_types") {
-                if let Some(k) = node.outputs.iter().position(|&o| o == id) {
-                    if let Some(t) = ts.get(k) {
-                        return Ok(t.clone());
-                    }
-                }
-            }
+        if let Some(node) = v.producer.map(|n| g.node(n))
+            && let Some(Attr::Strs(ts)) = node.attr("tpuport.result_types")
+            && let Some(t) = node.outputs.iter().position(|&o| o == id).and_then(|k| ts.get(k))
+        {
+            return Ok(t.clone());
         }
-        if v.kind == ValueKind::Input {
-            if let Some(i) = g.inputs.iter().position(|&x| x == id) {
-                if let Some(t) = attr_str(&g.attrs, &format!("arg{i}:tpuport.type")) {
-                    return Ok(t.to_owned());
-                }
-            }
+        if v.kind == ValueKind::Input
+            && let Some(i) = g.inputs.iter().position(|&x| x == id)
+            && let Some(t) = attr_str(&g.attrs, &format!("arg{i}:tpuport.type"))
+        {
+            return Ok(t.to_owned());
         }
-        render(&v.ty).ok_or_else(|| unsupported(format!("value {} in `{}` has type {} with no MLIR spelling", v.name, g.name, v.ty)))
+        render(&v.ty).ok_or_else(|| {
+            unsupported(format!(
+                "value {} in `{}` has type {} with no MLIR spelling",
+                v.name, g.name, v.ty
+            ))
+        })
     }
 
     fn fresh(&mut self) -> String {
@@ -291,13 +368,21 @@ impl Printer<'_> {
     ) -> Result<(), FormatError> {
         let mut names = scopes.last().cloned().unwrap_or_default();
         let outer = &scopes[..scopes.len().saturating_sub(1)];
-        let resolve = |id: ValueId, local: &mut HashMap<ValueId, (String, String)>, names: &Names| -> Result<(String, String), FormatError> {
+        let resolve = |id: ValueId,
+                       local: &mut HashMap<ValueId, (String, String)>,
+                       names: &Names|
+         -> Result<(String, String), FormatError> {
             if let Some(e) = local.get(&id) {
                 return Ok(e.clone());
             }
             let v = g.value(id);
-            let found = names.get(&v.name).cloned().or_else(|| outer.iter().rev().find_map(|s| s.get(&v.name).cloned()));
-            let e = found.ok_or_else(|| unsupported(format!("value {} in `{}` is used but never defined", v.name, g.name)))?;
+            let found = names
+                .get(&v.name)
+                .cloned()
+                .or_else(|| outer.iter().rev().find_map(|s| s.get(&v.name).cloned()));
+            let e = found.ok_or_else(|| {
+                unsupported(format!("value {} in `{}` is used but never defined", v.name, g.name))
+            })?;
             local.insert(id, e.clone());
             Ok(e)
         };
@@ -310,7 +395,8 @@ impl Printer<'_> {
             let group = self.fresh();
             let mut outs = Vec::new();
             for (k, &id) in node.outputs.iter().enumerate() {
-                let n = if node.outputs.len() == 1 { group.clone() } else { format!("{group}#{k}") };
+                let n =
+                    if node.outputs.len() == 1 { group.clone() } else { format!("{group}#{k}") };
                 let t = self.plain_type(g, id)?;
                 names.insert(g.value(id).name.clone(), (n.clone(), t.clone()));
                 local.insert(id, (n, t.clone()));
@@ -338,7 +424,8 @@ impl Printer<'_> {
             let _ = write!(self.out, "{}({}){props}", quote(&node.op), operands.join(", "));
             if !node.subgraphs.is_empty() {
                 self.out.push_str(" (");
-                let mut inner_scopes: Vec<Names> = scopes[..scopes.len().saturating_sub(1)].to_vec();
+                let mut inner_scopes: Vec<Names> =
+                    scopes[..scopes.len().saturating_sub(1)].to_vec();
                 inner_scopes.push(names.clone());
                 for (i, (_, sg)) in node.subgraphs.iter().enumerate() {
                     if i > 0 {
@@ -349,7 +436,8 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             let in_types: Vec<&str> = ins.iter().map(|(_, t)| t.as_str()).collect();
-            let _ = write!(self.out, "{rest} : ({}) -> {}", in_types.join(", "), result_list(&outs));
+            let _ =
+                write!(self.out, "{rest} : ({}) -> {}", in_types.join(", "), result_list(&outs));
             self.loc(node);
             self.out.push('\n');
         }
@@ -360,7 +448,13 @@ impl Printer<'_> {
         let term = attr_str(&g.attrs, "tpuport.terminator").unwrap_or(term);
         let ops: Vec<&str> = rets.iter().map(|(n, _)| n.as_str()).collect();
         let tys: Vec<&str> = rets.iter().map(|(_, t)| t.as_str()).collect();
-        let _ = writeln!(self.out, "{pad}{}({}) : ({}) -> ()", quote(term), ops.join(", "), tys.join(", "));
+        let _ = writeln!(
+            self.out,
+            "{pad}{}({}) : ({}) -> ()",
+            quote(term),
+            ops.join(", "),
+            tys.join(", ")
+        );
         Ok(())
     }
 
@@ -396,7 +490,8 @@ impl Printer<'_> {
 
     /// ` loc(...)` for argument `i` of `g`, or nothing.
     fn arg_loc(&self, g: &Graph, i: usize) -> String {
-        attr_str(&g.attrs, &format!("arg{i}:tpuport.loc")).map_or_else(String::new, |l| self.loc_text(l))
+        attr_str(&g.attrs, &format!("arg{i}:tpuport.loc"))
+            .map_or_else(String::new, |l| self.loc_text(l))
     }
 
     /// ` loc(...)` for a stored location: verbatim when it came from MLIR, quoted otherwise.
@@ -404,8 +499,15 @@ impl Printer<'_> {
         if !self.opts.locations {
             return String::new();
         }
-        let from_mlir = matches!(self.model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode);
-        if from_mlir && looks_like_loc(l) { format!(" loc({l})") } else { format!(" loc({})", quote(l)) }
+        let from_mlir = matches!(
+            self.model.format,
+            ModelFormat::StablehloText | ModelFormat::StablehloBytecode
+        );
+        if from_mlir && looks_like_loc(l) {
+            format!(" loc({l})")
+        } else {
+            format!(" loc({})", quote(l))
+        }
     }
 
     /// An attribute's generic-form text.
@@ -428,12 +530,19 @@ impl Printer<'_> {
                 format!("[{}]", q.join(", "))
             }
             Attr::Text(t) => t.clone(),
-            Attr::Type(t) => render(t).ok_or_else(|| unsupported(format!("type attribute {t} has no MLIR spelling")))?,
+            Attr::Type(t) => render(t)
+                .ok_or_else(|| unsupported(format!("type attribute {t} has no MLIR spelling")))?,
             Attr::Weight(id) => {
                 let w = self.model.weights.get(*id);
                 let ty = tpuport_model::TensorType::new(w.dtype, w.shape());
-                let ty = render(&ty).ok_or_else(|| unsupported(format!("weight `{}` has dtype {} with no MLIR spelling", w.name, w.dtype)))?;
-                let bytes = w.bytes().map_err(|e| unsupported(format!("weight `{}`: {e}", w.name)))?;
+                let ty = render(&ty).ok_or_else(|| {
+                    unsupported(format!(
+                        "weight `{}` has dtype {} with no MLIR spelling",
+                        w.name, w.dtype
+                    ))
+                })?;
+                let bytes =
+                    w.bytes().map_err(|e| unsupported(format!("weight `{}`: {e}", w.name)))?;
                 format!("dense<\"0x{}\"> : {ty}", consts::hex(&bytes))
             }
             Attr::Graph(_) | Attr::Graphs(_) => String::new(),
@@ -442,11 +551,7 @@ impl Printer<'_> {
 }
 
 fn float(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.17e}")
-    } else {
-        format!("0x{:016X}", v.to_bits())
-    }
+    if v.is_finite() { format!("{v:.17e}") } else { format!("0x{:016X}", v.to_bits()) }
 }
 
 fn result_list(ts: &[String]) -> String {
@@ -469,7 +574,10 @@ fn count_indexed(attrs: &[(String, Attr)], prefix: &str) -> usize {
 
 /// Whether a stored location is MLIR location syntax (from an MLIR import).
 fn looks_like_loc(l: &str) -> bool {
-    let starts = l.starts_with('"') || l.starts_with("callsite(") || l.starts_with("fused") || l == "unknown";
+    let starts = l.starts_with('"')
+        || l.starts_with("callsite(")
+        || l.starts_with("fused")
+        || l == "unknown";
     let mut depth: i64 = 0;
     let mut in_str = false;
     let mut esc = false;

@@ -23,7 +23,8 @@ fn err(s: &str) -> String {
 fn rt(s: &str) -> (Model, String) {
     let m = parse(s);
     let text = print_model(&m).unwrap();
-    let m2 = parse_text(Path::new("printed.mlir"), &text, &Limits::default()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let m2 = parse_text(Path::new("printed.mlir"), &text, &Limits::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let o = StructureOptions { locations: true };
     assert_eq!(structure(&m, o), structure(&m2, o), "round trip of\n{s}\nprinted as\n{text}");
     (m, text)
@@ -38,7 +39,9 @@ fn node<'g>(g: &'g Graph, op: &str) -> &'g Node {
 }
 
 fn text<'n>(n: &'n Node, k: &str) -> &'n str {
-    n.attr(k).and_then(Attr::as_str).unwrap_or_else(|| panic!("{} has no text attr {k}: {:?}", n.op, n.attrs))
+    n.attr(k)
+        .and_then(Attr::as_str)
+        .unwrap_or_else(|| panic!("{} has no text attr {k}: {:?}", n.op, n.attrs))
 }
 
 #[test]
@@ -53,7 +56,9 @@ fn module_function_signature_and_jax_metadata() {
     let (m, printed) = rt(s);
     assert_eq!(m.metadata.framework, tpuport_model::Framework::Jax);
     assert_eq!(m.metadata.exporter.as_deref(), Some("jax.jit lower"));
-    assert!(m.metadata.properties.contains(&("mhlo.num_partitions".to_owned(), "1 : i32".to_owned())));
+    assert!(
+        m.metadata.properties.contains(&("mhlo.num_partitions".to_owned(), "1 : i32".to_owned()))
+    );
     let g = &m.graph;
     assert_eq!(g.name, "main");
     assert_eq!(g.inputs.len(), 2);
@@ -62,13 +67,29 @@ fn module_function_signature_and_jax_metadata() {
     assert_eq!(super::arg_attr(g, 0, "mhlo.sharding"), Some(&Attr::Str("{replicated}".into())));
     assert_eq!(super::result_attr(g, 0, "jax.result_info"), Some(&Attr::Str("result".into())));
     let dot = node(g, "stablehlo.dot_general");
-    assert_eq!(text(dot, "dot_dimension_numbers"), "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>");
-    assert_eq!(text(dot, "precision_config"), "[#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]");
+    assert_eq!(
+        text(dot, "dot_dimension_numbers"),
+        "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>"
+    );
+    assert_eq!(
+        text(dot, "precision_config"),
+        "[#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]"
+    );
     assert_eq!(dot.attr("tpuport.lhs_contracting_dimensions"), Some(&Attr::Ints(vec![1])));
     assert_eq!(dot.domain, "stablehlo");
     assert_eq!(g.outputs, vec![dot.outputs[0]]);
-    assert!(printed.contains(r#""stablehlo.dot_general"(%v0, %arg0) <{dot_dimension_numbers = #stablehlo.dot<"#), "{printed}");
-    assert!(printed.contains(r#"arg_attrs = [{mhlo.sharding = "{replicated}", jax.buffer_donor = true}, {}]"#), "{printed}");
+    assert!(
+        printed.contains(
+            r#""stablehlo.dot_general"(%v0, %arg0) <{dot_dimension_numbers = #stablehlo.dot<"#
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(
+            r#"arg_attrs = [{mhlo.sharding = "{replicated}", jax.buffer_donor = true}, {}]"#
+        ),
+        "{printed}"
+    );
     assert!(printed.contains(r#"res_attrs = [{jax.result_info = "result"}]"#), "{printed}");
     assert!(printed.contains(r#""func.return"(%v1) : (tensor<2x16xf32>) -> ()"#), "{printed}");
 }
@@ -90,7 +111,10 @@ fn export_text_is_jax_export_and_private_funcs_are_functions() {
     assert_eq!(m.metadata.exporter.as_deref(), Some("jax.export"));
     assert_eq!(m.functions.len(), 1);
     let f = m.function("inner").unwrap();
-    assert_eq!(m.graph.value(m.graph.inputs[0]).ty.shape, Some(Shape(vec![Dim::unknown(), Dim::Known(3)])));
+    assert_eq!(
+        m.graph.value(m.graph.inputs[0]).ty.shape,
+        Some(Shape(vec![Dim::unknown(), Dim::Known(3)]))
+    );
     let call = node(&m.graph, "func.call");
     assert_eq!(text(call, "callee"), "@inner");
     let red = node(f, "stablehlo.reduce");
@@ -135,9 +159,16 @@ fn reduce_region_form_orders_block_arguments_like_mlir() {
 fn convolution_pretty_form_becomes_generic_attributes() {
     let body = r#"    %0 = stablehlo.convolution(%arg1, %arg0) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 2], pad = [[1, 1], [0, 2]], lhs_dilate = [1, 1], rhs_dilate = [1, 2], reverse = [false, true]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]} : (tensor<2x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x8x4x4xf32>
     return %0 : tensor<2x8x4x4xf32>"#;
-    let (m, printed) = rt(&func(body, "%arg0: tensor<3x3x3x4xf32>, %arg1: tensor<2x8x8x3xf32>", "tensor<2x8x4x4xf32>"));
+    let (m, printed) = rt(&func(
+        body,
+        "%arg0: tensor<3x3x3x4xf32>, %arg1: tensor<2x8x8x3xf32>",
+        "tensor<2x8x4x4xf32>",
+    ));
     let c = node(&m.graph, "stablehlo.convolution");
-    assert_eq!(text(c, "dimension_numbers"), "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>");
+    assert_eq!(
+        text(c, "dimension_numbers"),
+        "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>"
+    );
     assert_eq!(c.attr("window_strides"), Some(&Attr::Ints(vec![1, 2])));
     assert_eq!(text(c, "padding"), "dense<[[1, 1], [0, 2]]> : tensor<2x2xi64>");
     assert_eq!(text(c, "window_reversal"), "array<i1: false, true>");
@@ -147,7 +178,10 @@ fn convolution_pretty_form_becomes_generic_attributes() {
     assert_eq!(c.attr("tpuport.input_feature_dimension"), Some(&Attr::Int(3)));
     assert!(printed.contains("feature_group_count = 1 : i64"), "{printed}");
     assert!(!printed.contains("tpuport."), "{printed}");
-    assert_eq!(super::pretty::padding_attr(&[vec![1, 1], vec![1, 1]]), "dense<1> : tensor<2x2xi64>");
+    assert_eq!(
+        super::pretty::padding_attr(&[vec![1, 1], vec![1, 1]]),
+        "dense<1> : tensor<2x2xi64>"
+    );
 }
 
 #[test]
@@ -174,7 +208,8 @@ fn common_pretty_ops() {
     %17 = stablehlo.exponential %9 : tensor<8xf32>
     return %11#0, %output, %12, %10 : tensor<8xf32>, tensor<3xui32>, tensor<i32>, tensor<8xf8E4M3FN>"#;
     let args = "%arg0: tensor<4xf32>, %arg1: tensor<i32>, %arg2: tensor<2xui64>, %arg3: tensor<?xf32>, %arg4: tensor<4xcomplex<f32>>, %arg5: tuple<tensor<f32>, tensor<i32>>";
-    let (m, printed) = rt(&func(body, args, "tensor<8xf32>, tensor<3xui32>, tensor<i32>, tensor<8xf8E4M3FN>"));
+    let (m, printed) =
+        rt(&func(body, args, "tensor<8xf32>, tensor<3xui32>, tensor<i32>, tensor<8xf8E4M3FN>"));
     let g = &m.graph;
     let ints = |op: &str, k: &str| node(g, op).attr(k).and_then(Attr::as_ints).map(<[i64]>::to_vec);
     assert_eq!(ints("stablehlo.broadcast_in_dim", "broadcast_dimensions"), Some(vec![1]));
@@ -199,7 +234,10 @@ fn common_pretty_ops() {
     assert_eq!(text(node(g, "stablehlo.fft"), "fft_type"), "#stablehlo<fft_type FFT>");
     assert_eq!(text(node(g, "stablehlo.reduce_precision"), "mantissa_bits"), "10 : i32");
     assert_eq!(text(node(g, "stablehlo.get_tuple_element"), "index"), "1 : i32");
-    assert_eq!(super::arg_attr(g, 5, "tpuport.type"), Some(&Attr::Str("tuple<tensor<f32>, tensor<i32>>".into())));
+    assert_eq!(
+        super::arg_attr(g, 5, "tpuport.type"),
+        Some(&Attr::Str("tuple<tensor<f32>, tensor<i32>>".into()))
+    );
     assert!(printed.contains("%arg5: tuple<tensor<f32>, tensor<i32>>"), "{printed}");
     assert!(printed.contains(r#""stablehlo.slice"(%v2) <{limit_indices = array<i64: 7>, start_indices = array<i64: 1>, strides = array<i64: 2>}>"#), "{printed}");
 }
@@ -242,7 +280,11 @@ fn control_flow_custom_call_composite_and_generic_ops() {
   }
   func.func private @my.op.impl(%arg0: tensor<4xf32>) -> tensor<4xf32> {
     return %arg0 : tensor<4xf32>"#;
-    let (m, printed) = rt(&func(body, "%arg0: tensor<4xf32>, %arg1: tensor<i32>, %arg2: tensor<2x1xi32>", "tensor<4xf32>"));
+    let (m, printed) = rt(&func(
+        body,
+        "%arg0: tensor<4xf32>, %arg1: tensor<i32>, %arg2: tensor<2x1xi32>",
+        "tensor<4xf32>",
+    ));
     let g = &m.graph;
     let w = node(g, "stablehlo.while");
     let names: Vec<&str> = w.subgraphs.iter().map(|(n, _)| n.as_str()).collect();
@@ -253,7 +295,10 @@ fn control_flow_custom_call_composite_and_generic_ops() {
     assert!(body_g.values.iter().any(|v| v.name == "%arg0" && v.kind == ValueKind::Outer));
     assert_eq!(body_g.outputs.len(), 2);
     let case = node(g, "stablehlo.case");
-    assert_eq!(case.subgraphs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["branch0", "branch1"]);
+    assert_eq!(
+        case.subgraphs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["branch0", "branch1"]
+    );
     assert!(case.subgraphs[1].1.nodes.is_empty());
     let cc = g.nodes.iter().filter(|n| n.op == "stablehlo.custom_call").collect::<Vec<_>>();
     assert_eq!(cc[0].attr("call_target_name"), Some(&Attr::Str("lapack_sgetrf_ffi".into())));
@@ -265,11 +310,16 @@ fn control_flow_custom_call_composite_and_generic_ops() {
     assert_eq!(text(comp, "decomposition"), "@my.op.impl");
     assert_eq!(node(g, "stablehlo.sort").subgraphs[0].0, "comparator");
     assert_eq!(node(g, "stablehlo.scatter").subgraphs[0].0, "update_computation");
-    assert!(text(node(g, "stablehlo.gather"), "dimension_numbers").starts_with("#stablehlo.gather<"));
+    assert!(
+        text(node(g, "stablehlo.gather"), "dimension_numbers").starts_with("#stablehlo.gather<")
+    );
     let foo = node(g, "foo.bar");
     assert_eq!((foo.domain.as_str(), foo.attr("x")), ("foo", Some(&Attr::Int(1))));
     assert!(printed.contains(r#""stablehlo.custom_call"(%v"#), "{printed}");
-    assert!(printed.contains(r#"{mhlo.frontend_attributes = {num_batch_dims = "0"}}"#), "{printed}");
+    assert!(
+        printed.contains(r#"{mhlo.frontend_attributes = {num_batch_dims = "0"}}"#),
+        "{printed}"
+    );
     assert!(printed.contains(r#""foo.bar"(%v"#) && printed.contains("{x = 1 : i64}"), "{printed}");
 }
 
@@ -292,16 +342,28 @@ fn shardy_ops_and_module_level_mesh() {
 }"#;
     let (m, printed) = rt(s);
     let g = &m.graph;
-    assert_eq!(super::arg_attr(g, 0, "sdy.sharding").and_then(Attr::as_str), Some(r#"#sdy.sharding<@mesh, [{"x"}, {}]>"#));
-    assert_eq!(text(node(g, "sdy.sharding_constraint"), "sharding"), r#"#sdy.sharding<@mesh, [{"x"}, {}]>"#);
+    assert_eq!(
+        super::arg_attr(g, 0, "sdy.sharding").and_then(Attr::as_str),
+        Some(r#"#sdy.sharding<@mesh, [{"x"}, {}]>"#)
+    );
+    assert_eq!(
+        text(node(g, "sdy.sharding_constraint"), "sharding"),
+        r#"#sdy.sharding<@mesh, [{"x"}, {}]>"#
+    );
     let mc = node(g, "sdy.manual_computation");
     assert_eq!(text(mc, "manual_axes"), r#"#sdy<manual_axes{"x"}>"#);
     assert_eq!(text(mc, "in_shardings"), r#"#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>"#);
     let body = &mc.subgraphs[0].1;
-    assert_eq!(body.attrs, vec![("tpuport.terminator".to_owned(), Attr::Str("sdy.return".to_owned()))]);
+    assert_eq!(
+        body.attrs,
+        vec![("tpuport.terminator".to_owned(), Attr::Str("sdy.return".to_owned()))]
+    );
     assert_eq!(text(node(body, "stablehlo.all_reduce"), "use_global_device_ids"), "unit");
     let mesh = m.metadata.properties.iter().find(|(k, _)| k == "mlir.module_op").unwrap();
-    assert_eq!(mesh.1, r#""sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> {stablehlo.mesh = {axes = [{name = "x", size = 8 : i64}]}} : () -> ()"#);
+    assert_eq!(
+        mesh.1,
+        r#""sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> {stablehlo.mesh = {axes = [{name = "x", size = 8 : i64}]}} : () -> ()"#
+    );
     assert!(printed.contains(r#""sdy.return"(%v"#), "{printed}");
     assert!(printed.contains("use_global_device_ids}>"), "{printed}");
 }
@@ -309,7 +371,10 @@ fn shardy_ops_and_module_level_mesh() {
 #[test]
 fn types_of_every_kind() {
     let args = "%a: tensor<2x?x3xf32>, %b: tensor<*xf32>, %c: tensor<f32>, %d: tensor<4xi1>, %e: tensor<4xui8>, %f: tensor<4xcomplex<f64>>, %g: !stablehlo.token, %h: tensor<4xf32, #sparse>, %i: tensor<4xf8E5M2>, %j: tensor<4x!quant.uniform<i8:f32, 1.000000e-01>>, %k: tensor<3xi4>, %l: tensor<2xf8E4M3B11FNUZ>";
-    let s = format!("#sparse = #sparse_tensor.encoding<{{ map = (d0) -> (d0 : compressed) }}>\n{}", func("    return %a : tensor<2x?x3xf32>", args, "tensor<2x?x3xf32>"));
+    let s = format!(
+        "#sparse = #sparse_tensor.encoding<{{ map = (d0) -> (d0 : compressed) }}>\n{}",
+        func("    return %a : tensor<2x?x3xf32>", args, "tensor<2x?x3xf32>")
+    );
     let (m, printed) = rt(&s);
     let g = &m.graph;
     let ty = |i: usize| g.value(g.inputs[i]).ty.clone();
@@ -324,8 +389,17 @@ fn types_of_every_kind() {
     assert_eq!(ty(8).dtype, Some(DType::F8E5M2));
     assert_eq!(ty(10).dtype, Some(DType::I4));
     assert_eq!(ty(11).dtype, None);
-    for (i, t) in [(6, "!stablehlo.token"), (7, "tensor<4xf32, #sparse>"), (9, "tensor<4x!quant.uniform<i8:f32, 1.000000e-01>>"), (11, "tensor<2xf8E4M3B11FNUZ>")] {
-        assert_eq!(super::arg_attr(g, i, "tpuport.type"), Some(&Attr::Str(t.to_owned())), "arg {i}");
+    for (i, t) in [
+        (6, "!stablehlo.token"),
+        (7, "tensor<4xf32, #sparse>"),
+        (9, "tensor<4x!quant.uniform<i8:f32, 1.000000e-01>>"),
+        (11, "tensor<2xf8E4M3B11FNUZ>"),
+    ] {
+        assert_eq!(
+            super::arg_attr(g, i, "tpuport.type"),
+            Some(&Attr::Str(t.to_owned())),
+            "arg {i}"
+        );
         assert!(printed.contains(t), "{t} in {printed}");
     }
     assert!(printed.starts_with("#sparse = #sparse_tensor.encoding<"), "{printed}");
@@ -333,7 +407,8 @@ fn types_of_every_kind() {
 
 #[test]
 fn constants_hex_splat_list_weights_and_resources() {
-    let hex: String = (0..64u32).flat_map(|i| (i as f32).to_le_bytes()).map(|b| format!("{b:02X}")).collect();
+    let hex: String =
+        (0..64u32).flat_map(|i| (i as f32).to_le_bytes()).map(|b| format!("{b:02X}")).collect();
     let body = format!(
         r#"    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
     %cst_0 = stablehlo.constant dense<1.000000e+00> : tensor<128x128xf32>
@@ -346,17 +421,29 @@ fn constants_hex_splat_list_weights_and_resources() {
     %cst_6 = stablehlo.constant dense<true> : tensor<i1>
     return %cst_2 : tensor<8x8xf32>"#
     );
-    let blob: String = std::iter::once("04000000".to_owned()).chain((0..64i32).map(|i| i.to_le_bytes().iter().map(|b| format!("{b:02X}")).collect())).collect();
-    let s = format!("{}{{-#\n  dialect_resources: {{\n    builtin: {{\n      blob1: \"0x{blob}\"\n    }}\n  }}\n#-}}\n", func(&body, "", "tensor<8x8xf32>"));
+    let blob: String = std::iter::once("04000000".to_owned())
+        .chain((0..64i32).map(|i| i.to_le_bytes().iter().map(|b| format!("{b:02X}")).collect()))
+        .collect();
+    let s = format!(
+        "{}{{-#\n  dialect_resources: {{\n    builtin: {{\n      blob1: \"0x{blob}\"\n    }}\n  }}\n#-}}\n",
+        func(&body, "", "tensor<8x8xf32>")
+    );
     let (m, printed) = rt(&s);
     let g = &m.graph;
     let consts: Vec<&Node> = g.nodes.iter().filter(|n| n.op == "stablehlo.constant").collect();
     assert_eq!(text(consts[0], "value"), "dense<0xFF800000> : tensor<f32>");
-    assert_eq!(text(consts[1], "value"), "dense<1.000000e+00> : tensor<128x128xf32>", "splats stay text");
+    assert_eq!(
+        text(consts[1], "value"),
+        "dense<1.000000e+00> : tensor<128x128xf32>",
+        "splats stay text"
+    );
     assert!(matches!(consts[2].attr("value"), Some(Attr::Text(_))), "small constants stay text");
     let Some(Attr::Weight(w)) = consts[3].attr("value") else { panic!("{:?}", consts[3].attrs) };
     let w = m.weights.get(*w);
-    assert_eq!((w.name.as_str(), w.dtype, w.shape.clone()), ("main/%cst_2", DType::F32, vec![8, 8]));
+    assert_eq!(
+        (w.name.as_str(), w.dtype, w.shape.clone()),
+        ("main/%cst_2", DType::F32, vec![8, 8])
+    );
     assert_eq!(&w.bytes().unwrap()[4..8], &1f32.to_le_bytes());
     let Some(Attr::Weight(r)) = consts[4].attr("value") else { panic!("{:?}", consts[4].attrs) };
     let r = m.weights.get(*r);
@@ -385,10 +472,16 @@ module @jit_f attributes {jax.uses_shape_polymorphism = false} {
 "##;
     let (m, printed) = rt(s);
     let g = &m.graph;
-    assert_eq!(node(g, "stablehlo.sine").location.as_deref(), Some(r#""jit(f)/sin"("/tmp/f.py":5:11 to :19)"#));
+    assert_eq!(
+        node(g, "stablehlo.sine").location.as_deref(),
+        Some(r#""jit(f)/sin"("/tmp/f.py":5:11 to :19)"#)
+    );
     assert_eq!(node(g, "stablehlo.cosine").location, None);
     assert_eq!(super::arg_attr(g, 0, "tpuport.loc"), Some(&Attr::Str("\"x\"".into())));
-    assert_eq!(super::short_location(node(g, "stablehlo.sine").location.as_deref().unwrap()), "jit(f)/sin");
+    assert_eq!(
+        super::short_location(node(g, "stablehlo.sine").location.as_deref().unwrap()),
+        "jit(f)/sin"
+    );
     assert!(printed.contains(r#"loc("jit(f)/sin"("/tmp/f.py":5:11 to :19))"#), "{printed}");
     assert!(printed.contains(r#"%arg0: tensor<4xf32> loc("x")"#), "{printed}");
 }
@@ -411,8 +504,14 @@ fn unknown_pretty_syntax_is_a_node_not_a_failure() {
     assert!(m.notes.iter().any(|n| n.code == "unparsed-op-syntax"));
     let so = node(g, "shape.shape_of");
     assert_eq!(node(g, "stablehlo.dynamic_broadcast_in_dim").inputs[1], Some(so.outputs[0]));
-    assert_eq!(node(g, "stablehlo.dynamic_broadcast_in_dim").attr("broadcast_dimensions"), Some(&Attr::Ints(vec![0])));
-    assert!(printed.contains(r#"%v0 = "chlo.erf_inv"(%arg0) : (tensor<4xf32>) -> tensor<4xf32>"#), "{printed}");
+    assert_eq!(
+        node(g, "stablehlo.dynamic_broadcast_in_dim").attr("broadcast_dimensions"),
+        Some(&Attr::Ints(vec![0]))
+    );
+    assert!(
+        printed.contains(r#"%v0 = "chlo.erf_inv"(%arg0) : (tensor<4xf32>) -> tensor<4xf32>"#),
+        "{printed}"
+    );
 }
 
 #[test]
@@ -433,15 +532,22 @@ fn generic_module_as_printed_parses() {
 
 #[test]
 fn malformed_text_is_a_clear_error() {
-    let e = err("module @m {\n  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n");
+    let e = err(
+        "module @m {\n  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n",
+    );
     assert!(e.starts_with("t.mlir: 4:1: expected `}` to close the region opened at 2:"), "{e}");
-    let e = err("module @m { func.func @f() { %0 = stablehlo.add %1, %1 : tensor<f32>\n return %0 : tensor<f32> } }");
+    let e = err(
+        "module @m { func.func @f() { %0 = stablehlo.add %1, %1 : tensor<f32>\n return %0 : tensor<f32> } }",
+    );
     assert!(e.contains("1:30: use of undefined value %1"), "{e}");
     let e = err("module @m {\n  ??? \n}");
     assert!(e.contains("2:3: expected an operation name, found `?`"), "{e}");
     assert!(err("\u{0}\u{1}garbage").contains("1:1: unexpected character"));
     let e = err("func.func @f(%a: tensor<99999999999999999999xf32>) { return }");
-    assert!(e.contains("1:25: dimension 99999999999999999999 in `tensor<...>` is too large"), "{e}");
+    assert!(
+        e.contains("1:25: dimension 99999999999999999999 in `tensor<...>` is too large"),
+        "{e}"
+    );
     let e = err(r#"func.func @f() { %0:2 = "x.y"() : () -> tensor<f32> }"#);
     assert!(e.contains("names 2 results but its type lists 1"), "{e}");
     let e = err(r#"func.func @f() { %0 = "x.y"() {a = "unterminated} : () -> tensor<f32> }"#);
@@ -453,9 +559,16 @@ fn malformed_text_is_a_clear_error() {
 #[test]
 fn deep_nesting_is_bounded_not_a_stack_overflow() {
     let n = 100_000;
-    let parens = format!("func.func @f() {{ %0 = \"x.y\"() {{a = {}1{}}} : () -> tensor<f32> }}", "(".repeat(n), ")".repeat(n));
+    let parens = format!(
+        "func.func @f() {{ %0 = \"x.y\"() {{a = {}1{}}} : () -> tensor<f32> }}",
+        "(".repeat(n),
+        ")".repeat(n)
+    );
     let regions = format!("func.func @f() {{ {} }}", "\"x.y\"() ({ ".repeat(n));
-    let braces = format!("func.func @f() {{ %0 = \"x.y\"() {{a = {}}} : () -> tensor<f32> }}", "{".repeat(n));
+    let braces = format!(
+        "func.func @f() {{ %0 = \"x.y\"() {{a = {}}} : () -> tensor<f32> }}",
+        "{".repeat(n)
+    );
     let types = format!("func.func @f(%a: {}f32) {{ return }}", "tensor<".repeat(n));
     let tuples = format!("func.func @f(%a: {}f32) {{ return }}", "tuple<".repeat(n));
     let angles = format!("func.func @f(%a: !x.y{}) {{ return }}", "<".repeat(n));
@@ -464,7 +577,11 @@ fn deep_nesting_is_bounded_not_a_stack_overflow() {
         assert!(e.contains("nesting deeper than 256 levels (Limits::max_nesting)"), "{e}");
     }
     // Within the limit, nesting is fine.
-    let ok = format!("func.func @f() {{ %0 = \"x.y\"() {{a = {}1{}}} : () -> tensor<f32>\n return %0 : tensor<f32> }}", "[".repeat(200), "]".repeat(200));
+    let ok = format!(
+        "func.func @f() {{ %0 = \"x.y\"() {{a = {}1{}}} : () -> tensor<f32>\n return %0 : tensor<f32> }}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
     parse(&ok);
 }
 
@@ -472,7 +589,9 @@ fn deep_nesting_is_bounded_not_a_stack_overflow() {
 fn item_limit_is_enforced() {
     let limits = Limits { max_items: 3, ..Limits::default() };
     let body = "%0 = stablehlo.constant dense<0> : tensor<i32>\n".repeat(5);
-    let e = parse_text(Path::new("t.mlir"), &format!("func.func @f() {{ {body} return }}"), &limits).unwrap_err();
+    let e =
+        parse_text(Path::new("t.mlir"), &format!("func.func @f() {{ {body} return }}"), &limits)
+            .unwrap_err();
     assert!(e.to_string().contains("more than 3 operations (Limits::max_items)"), "{e}");
 }
 

@@ -31,7 +31,7 @@ impl Parser<'_> {
         for kw in ["tensor<", "vector<", "memref<"] {
             if self.starts(kw) {
                 self.pos += kw.len();
-                return self.shaped(&kw[..kw.len() - 1], at);
+                return self.shaped(&kw[..kw.len() - 1]);
             }
         }
         if self.starts("tuple<") {
@@ -66,7 +66,10 @@ impl Parser<'_> {
         }
         if self.src.get(self.pos) == Some(&b'!') {
             let mut i = self.pos + 1;
-            while i < self.src.len() && (self.src[i].is_ascii_alphanumeric() || matches!(self.src[i], b'_' | b'.' | b'$')) {
+            while i < self.src.len()
+                && (self.src[i].is_ascii_alphanumeric()
+                    || matches!(self.src[i], b'_' | b'.' | b'$'))
+            {
                 i += 1;
             }
             if i == self.pos + 1 {
@@ -93,7 +96,7 @@ impl Parser<'_> {
     }
 
     /// After `tensor<`: dimensions, element type, optional encoding, `>`.
-    fn shaped(&mut self, kw: &str, at: usize) -> PResult<Type> {
+    fn shaped(&mut self, kw: &str) -> PResult<Type> {
         let mut dims: Vec<Dim> = Vec::new();
         let mut dims_text = String::new();
         let mut unranked = false;
@@ -118,18 +121,26 @@ impl Parser<'_> {
                         j += 1;
                     }
                     if self.src.get(j) != Some(&b'x') {
-                        return self.err(self.pos, format!("expected `x` after a dimension in `{kw}<...>`"));
+                        return self.err(
+                            self.pos,
+                            format!("expected `x` after a dimension in `{kw}<...>`"),
+                        );
                     }
                     let digits = &self.text[self.pos..j];
                     let n = digits.parse::<u64>().ok().filter(|&n| n <= MAX_DIM);
                     let Some(n) = n else {
                         return self.err(
                             self.pos,
-                            format!("dimension {digits} in `{kw}<...>` is too large (at most {MAX_DIM})"),
+                            format!(
+                                "dimension {digits} in `{kw}<...>` is too large (at most {MAX_DIM})"
+                            ),
                         );
                     };
                     if dims.len() as u64 >= self.max_rank() {
-                        return self.err(self.pos, format!("`{kw}<...>` has more than {} dimensions", self.max_rank()));
+                        return self.err(
+                            self.pos,
+                            format!("`{kw}<...>` has more than {} dimensions", self.max_rank()),
+                        );
                     }
                     dims.push(Dim::Known(n));
                     dims_text.push_str(&format!("{n}x"));
@@ -157,7 +168,6 @@ impl Parser<'_> {
                 tt.shape = if unranked { None } else { Some(Shape(dims)) };
             }
         }
-        let _ = at;
         Ok(Type { tt, text })
     }
 
@@ -173,7 +183,8 @@ impl Parser<'_> {
         }
         let found: String = self.text[self.pos..].chars().take(20).collect();
         if found.is_empty() {
-            return self.err(self.pos, format!("expected `>` to close `{what}`, found end of input"));
+            return self
+                .err(self.pos, format!("expected `>` to close `{what}`, found end of input"));
         }
         self.err(self.pos, format!("expected `>` to close `{what}`, found `{found}`"))
     }
@@ -193,7 +204,8 @@ impl Parser<'_> {
         while let Some(&c) = self.src.get(self.pos) {
             match c {
                 b'"' => {
-                    let t = lexer::lex(self.src, self.pos).map_err(|e| super::parser::PErr { at: e.at, what: e.what })?;
+                    let t = lexer::lex(self.src, self.pos)
+                        .map_err(|e| super::parser::PErr { at: e.at, what: e.what })?;
                     self.pos = t.end;
                     continue;
                 }
@@ -204,7 +216,13 @@ impl Parser<'_> {
                 b'<' | b'(' | b'[' | b'{' => {
                     depth += 1;
                     if depth > self.max_nesting() {
-                        return self.err(self.pos, format!("nesting deeper than {} levels (Limits::max_nesting)", self.max_nesting()));
+                        return self.err(
+                            self.pos,
+                            format!(
+                                "nesting deeper than {} levels (Limits::max_nesting)",
+                                self.max_nesting()
+                            ),
+                        );
                     }
                 }
                 b'>' if depth == 0 => return Ok(()),
