@@ -851,3 +851,30 @@ fn mutated_files_never_panic() {
     }
     assert!(ok > 0 && failed > 0, "{ok} ok, {failed} failed");
 }
+
+#[test]
+fn item_limit_is_checked_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    // A million empty nodes: two bytes each in the file.
+    let mut bytes = model(graph(vec![], vec![], vec![])).encode_to_vec();
+    let mut g = Vec::new();
+    for _ in 0..1_000_000 {
+        g.extend_from_slice(&[0x0a, 0x00]);
+    }
+    bytes.push(0x3a);
+    let mut len = g.len();
+    while len >= 0x80 {
+        bytes.push((len as u8) | 0x80);
+        len >>= 7;
+    }
+    bytes.push(len as u8);
+    bytes.extend_from_slice(&g);
+    let p = dir.path().join("many.onnx");
+    std::fs::write(&p, &bytes).unwrap();
+    let opts = ImportOptions {
+        limits: Limits { max_items: 10_000, ..Limits::default() },
+        ..ImportOptions::default()
+    };
+    let e = OnnxImporter.import(&p, &opts).unwrap_err().to_string();
+    assert!(e.contains("more than 10000 nodes, attributes"), "{e}");
+}

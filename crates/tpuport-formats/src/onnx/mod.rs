@@ -18,6 +18,7 @@ mod attrs;
 mod external;
 mod graph;
 mod meta;
+mod prescan;
 mod tensor;
 mod types;
 
@@ -60,6 +61,12 @@ impl Importer for OnnxImporter {
     fn import(&self, path: &Path, opts: &ImportOptions) -> Result<Model, FormatError> {
         let file = File::open(path).map_err(|e| FormatError::io(path, e))?;
         let map = Arc::new(external::map_file(&file).map_err(|e| FormatError::io(path, e))?);
+        prescan::check(&map, opts.limits.max_items).map_err(|n| {
+            FormatError::invalid(
+                path,
+                format!("more than {n} nodes, attributes, tensors and values"),
+            )
+        })?;
         let proto = decode(path, &map)?;
         let mut model = convert(path, map, &proto, opts)?;
         let report = infer_shapes(&mut model, opts);
