@@ -1,0 +1,297 @@
+//! [`Client`]: a PJRT client, shareable across threads.
+
+use std::sync::Arc;
+
+use tpuport_model::{DType, HostTensor};
+
+use crate::api::{Api, call};
+use crate::buffer::Buffer;
+use crate::device::{Device, DeviceDescription};
+use crate::error::{PjrtError, Result};
+use crate::event::Event;
+use crate::executable::LoadedExecutable;
+use crate::named_value::RawNamedValues;
+use crate::options::{ClientOptions, CompileOptions};
+use crate::plugin::Plugin;
+use crate::program::Program;
+use crate::sys;
+
+/// Shared state of a client; every wrapper created from it holds an `Arc` to it, so the
+/// client is destroyed only after its last buffer and executable.
+pub(crate) struct ClientInner {
+    pub(crate) plugin: &'static Plugin,
+    pub(crate) raw: *mut sys::PJRT_Client,
+    platform_name: String,
+    platform_version: String,
+    pub(crate) addressable: Vec<*mut sys::PJRT_Device>,
+}
+
+// SAFETY: a PJRT client is thread-safe (XLA's PjRtClient contract: all methods may be called
+// concurrently); the device pointers are owned by the client and immutable.
+unsafe impl Send for ClientInner {}
+// SAFETY: as above.
+unsafe impl Sync for ClientInner {}
+
+impl ClientInner {
+    pub(crate) fn api(&self) -> &'static Api {
+        &self.plugin.api
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        let mut a = sys::PJRT_Client_Destroy_Args::new();
+        a.client = self.raw;
+        // SAFETY: the last reference to the client is going away; it is destroyed once.
+        let _ = unsafe { call!(self.api(), PJRT_Client_Destroy, &raw mut a) };
+    }
+}
+
+/// A PJRT client: devices, compilation, host↔device transfers. `Send + Sync`; clone it
+/// cheaply or share it by reference between threads.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("platform", &self.inner.platform_name)
+            .field("devices", &self.inner.addressable.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Creates a client.
+    ///
+    /// # Errors
+    /// The plugin's error; [`PjrtError::NoDevices`] when it reports no devices (libtpu on a
+    /// machine without a TPU).
+    pub fn new(plugin: &'static Plugin, options: &ClientOptions) -> Result<Client> {
+        let api = &plugin.api;
+        if !options.skip_hardware_check
+            && crate::PluginKind::of(plugin.path()) == crate::PluginKind::Tpu
+            && !crate::tpu_hardware_present()
+        {
+            // libtpu would retry the GCE metadata server for minutes before failing.
+            return Err(PjrtError::NoDevices {
+                platform: "TPU".into(),
+                detail: "this machine has no /dev/accel* or /dev/vfio/<n> device".into(),
+            });
+        }
+        plugin.initialize()?;
+        let named = RawNamedValues::new(&options.create_options);
+        let mut a = sys::PJRT_Client_Create_Args::new();
+        a.create_options = named.as_ptr();
+        a.num_options = named.len();
+        // SAFETY: the options array and the strings it points to live in `options`/`named`
+        // across the call; the callbacks are null (single-process client).
+        let created = unsafe { call!(api, PJRT_Client_Create, &raw mut a) };
+        if let Err(e) = created {
+            return Err(no_devices(plugin, e));
+        }
+        let raw = a.client;
+        let mut inner =
+            ClientInner { plugin, raw, platform_name: String::new(), platform_version: String::new(), addressable: vec![] };
+        let mut n = sys::PJRT_Client_PlatformName_Args::new();
+        n.client = raw;
+        // SAFETY: `raw` is the live client; the name is owned by the client and copied.
+        unsafe {
+            call!(api, PJRT_Client_PlatformName, &raw mut n)?;
+            inner.platform_name = crate::util::lossy(n.platform_name, n.platform_name_size);
+        }
+        let mut v = sys::PJRT_Client_PlatformVersion_Args::new();
+        v.client = raw;
+        // SAFETY: as above.
+        unsafe {
+            call!(api, PJRT_Client_PlatformVersion, &raw mut v)?;
+            inner.platform_version = crate::util::lossy(v.platform_version, v.platform_version_size);
+        }
+        let mut d = sys::PJRT_Client_AddressableDevices_Args::new();
+        d.client = raw;
+        // SAFETY: as above; the device array is owned by the client.
+        unsafe {
+            call!(api, PJRT_Client_AddressableDevices, &raw mut d)?;
+            inner.addressable = crate::util::to_vec(d.addressable_devices, d.num_addressable_devices);
+        }
+        if inner.addressable.is_empty() {
+            return Err(PjrtError::NoDevices {
+                platform: inner.platform_name.clone(),
+                detail: "the client has no addressable devices".into(),
+            });
+        }
+        Ok(Client { inner: Arc::new(inner) })
+    }
+
+    /// The plugin this client runs on.
+    #[must_use]
+    pub fn plugin(&self) -> &'static Plugin {
+        self.inner.plugin
+    }
+
+    /// Platform name (`cpu`, `tpu`, `cuda`).
+    #[must_use]
+    pub fn platform_name(&self) -> &str {
+        &self.inner.platform_name
+    }
+
+    /// Platform version string (libtpu version on TPU, CUDA version on GPU).
+    #[must_use]
+    pub fn platform_version(&self) -> &str {
+        &self.inner.platform_version
+    }
+
+    /// Addressable devices, in the plugin's order.
+    #[must_use]
+    pub fn devices(&self) -> Vec<Device> {
+        self.inner.addressable.iter().map(|&d| Device::new(self.inner.clone(), d)).collect()
+    }
+
+    /// Device descriptions of the client's topology (non-owning: the topology belongs to the
+    /// client and is never destroyed here).
+    ///
+    /// # Errors
+    /// When the plugin does not implement the topology query.
+    pub fn topology(&self) -> Result<(String, Vec<DeviceDescription>)> {
+        let api = self.inner.api();
+        let mut t = sys::PJRT_Client_TopologyDescription_Args::new();
+        t.client = self.inner.raw;
+        // SAFETY: live client; the topology is client-owned and outlives this call.
+        unsafe { call!(api, PJRT_Client_TopologyDescription, &raw mut t) }?;
+        let mut n = sys::PJRT_TopologyDescription_PlatformName_Args::new();
+        n.topology = t.topology;
+        // SAFETY: the topology pointer is valid while the client lives.
+        let name = unsafe {
+            call!(api, PJRT_TopologyDescription_PlatformName, &raw mut n)?;
+            crate::util::lossy(n.platform_name, n.platform_name_size)
+        };
+        let mut g = sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
+        g.topology = t.topology;
+        // SAFETY: as above; descriptions share the topology's lifetime.
+        let descs = unsafe {
+            call!(api, PJRT_TopologyDescription_GetDeviceDescriptions, &raw mut g)?;
+            crate::util::to_vec(g.descriptions, g.num_descriptions)
+        };
+        let out = descs.into_iter().map(|d| DeviceDescription::read(api, d)).collect::<Result<Vec<_>>>()?;
+        Ok((name, out))
+    }
+
+    /// The plugin's default device assignment for `replicas × partitions` (`[replica][partition]`
+    /// device ids).
+    ///
+    /// # Errors
+    /// The plugin's error.
+    pub fn default_device_assignment(&self, replicas: u32, partitions: u32) -> Result<Vec<Vec<i32>>> {
+        let n = (replicas as usize).saturating_mul(partitions as usize);
+        let mut out = vec![0i32; n];
+        let mut a = sys::PJRT_Client_DefaultDeviceAssignment_Args::new();
+        a.client = self.inner.raw;
+        a.num_replicas = i32::try_from(replicas).map_err(|_| PjrtError::InvalidArgument("too many replicas".into()))?;
+        a.num_partitions =
+            i32::try_from(partitions).map_err(|_| PjrtError::InvalidArgument("too many partitions".into()))?;
+        a.default_assignment_size = n;
+        a.default_assignment = out.as_mut_ptr();
+        // SAFETY: `out` has room for `n` ints and outlives the call.
+        unsafe { call!(self.inner.api(), PJRT_Client_DefaultDeviceAssignment, &raw mut a) }?;
+        Ok(out.chunks(partitions.max(1) as usize).map(<[i32]>::to_vec).collect())
+    }
+
+    /// Compiles a program.
+    ///
+    /// # Errors
+    /// The plugin's compile error (its message names the problem in the module).
+    pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        let opts = options.encode();
+        let mut prog = program.raw();
+        let mut a = sys::PJRT_Client_Compile_Args::new();
+        a.client = self.inner.raw;
+        a.program = &raw mut prog;
+        a.compile_options = opts.as_ptr().cast();
+        a.compile_options_size = opts.len();
+        // SAFETY: program code/format and the options bytes outlive the call; the plugin only
+        // reads them.
+        unsafe { call!(self.inner.api(), PJRT_Client_Compile, &raw mut a) }?;
+        LoadedExecutable::new(self.inner.clone(), a.executable)
+    }
+
+    /// Loads an executable serialized by [`crate::Executable::serialize`] with the same plugin.
+    ///
+    /// # Errors
+    /// The plugin's error (e.g. bytes from another plugin version).
+    pub fn deserialize(&self, bytes: &[u8]) -> Result<LoadedExecutable> {
+        let mut a = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
+        a.client = self.inner.raw;
+        a.serialized_executable = bytes.as_ptr().cast();
+        a.serialized_executable_size = bytes.len();
+        // SAFETY: `bytes` outlives the call and is only read.
+        unsafe { call!(self.inner.api(), PJRT_Executable_DeserializeAndLoad, &raw mut a) }?;
+        LoadedExecutable::new(self.inner.clone(), a.loaded_executable)
+    }
+
+    /// Copies a host tensor to `device`. Returns once the plugin no longer needs the host
+    /// bytes (`done_with_host_buffer` awaited).
+    ///
+    /// # Errors
+    /// Unsupported dtype, a device of another client, or the plugin's error.
+    pub fn buffer_from_host(&self, t: &HostTensor, device: &Device) -> Result<Buffer> {
+        self.buffer_from_bytes(t.dtype, &t.shape, t.data(), device)
+    }
+
+    /// Copies dense row-major little-endian bytes of `dtype`/`dims` to `device`.
+    ///
+    /// # Errors
+    /// As [`Client::buffer_from_host`]; also when `bytes` has the wrong length.
+    pub fn buffer_from_bytes(&self, dtype: DType, dims: &[u64], bytes: &[u8], device: &Device) -> Result<Buffer> {
+        if !Arc::ptr_eq(&device.client, &self.inner) {
+            return Err(PjrtError::InvalidArgument("device belongs to another client".into()));
+        }
+        let elems = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        let need = elems.and_then(|n| dtype.storage_bytes(n));
+        if need != Some(bytes.len() as u64) {
+            return Err(PjrtError::InvalidArgument(format!(
+                "host data for {dtype}{dims:?} must be {} bytes, got {}",
+                need.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+                bytes.len()
+            )));
+        }
+        let dims_i64: Vec<i64> = dims
+            .iter()
+            .map(|&d| i64::try_from(d).map_err(|_| PjrtError::InvalidArgument(format!("dimension {d} too large"))))
+            .collect::<Result<_>>()?;
+        let api = self.inner.api();
+        let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+        a.client = self.inner.raw;
+        a.data = bytes.as_ptr().cast();
+        a.type_ = crate::dtype::to_pjrt(dtype)?;
+        a.dims = dims_i64.as_ptr();
+        a.num_dims = dims_i64.len();
+        a.host_buffer_semantics = sys::PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
+        a.device = device.raw;
+        // SAFETY: `bytes` and `dims_i64` outlive the call; with "until transfer completes" the
+        // plugin may read `bytes` until `done_with_host_buffer` fires, which is awaited below
+        // before the borrow of `bytes` ends.
+        unsafe { call!(api, PJRT_Client_BufferFromHostBuffer, &raw mut a) }?;
+        let buffer = Buffer::new(self.inner.clone(), a.buffer);
+        Event::new(api, a.done_with_host_buffer).wait()?;
+        Ok(buffer)
+    }
+}
+
+/// Turns a client-creation failure that means "no devices" into [`PjrtError::NoDevices`].
+fn no_devices(plugin: &Plugin, e: PjrtError) -> PjrtError {
+    let PjrtError::Call { message, code, .. } = &e else { return e };
+    let m = message.to_ascii_lowercase();
+    let is_tpu = plugin.path().to_string_lossy().contains("libtpu") || m.contains("tpu");
+    // libtpu 0.0.52 without hardware: NOT_FOUND "TPU initialization failed: No jellyfish
+    // device found."
+    let missing = *code == crate::ErrorCode::NOT_FOUND
+        || ["device found", "no tpu", "not find", "not found", "no such", "no devices", "failed to open"]
+            .iter()
+            .any(|w| m.contains(w));
+    if is_tpu && missing {
+        return PjrtError::NoDevices { platform: "TPU".into(), detail: message.clone() };
+    }
+    e
+}

@@ -1,0 +1,27 @@
+//! Environment variables the PJRT layer reads, in one place.
+
+/// Environment variables read by tpuport's runtime layer.
+#[derive(Debug)]
+pub struct EnvVars;
+
+impl EnvVars {
+    /// Path of the PJRT plugin to use when `--plugin` is not given (takes precedence over
+    /// discovery).
+    pub const TPUPORT_PJRT_PLUGIN: &'static str = "TPUPORT_PJRT_PLUGIN";
+    /// Directory for compiled-executable cache entries (default
+    /// `$XDG_CACHE_HOME/tpuport/executables`, else `~/.cache/tpuport/executables`).
+    pub const TPUPORT_CACHE_DIR: &'static str = "TPUPORT_CACHE_DIR";
+    /// Path of a libtpu for tests that load the real libtpu (else `.cache/libtpu/*/libtpu/libtpu.so`).
+    pub const TPUPORT_LIBTPU: &'static str = "TPUPORT_LIBTPU";
+    /// libtpu's own variable naming its library (honoured by JAX too); discovery checks it.
+    pub const TPU_LIBRARY_PATH: &'static str = "TPU_LIBRARY_PATH";
+    /// libtpu: skip querying the GCE metadata server (tests set it so that libtpu fails fast
+    /// on a machine without a TPU).
+    pub const TPU_SKIP_MDS_QUERY: &'static str = "TPU_SKIP_MDS_QUERY";
+    /// The active Python virtual environment; its site-packages are searched for plugins.
+    pub const VIRTUAL_ENV: &'static str = "VIRTUAL_ENV";
+    /// XDG base directory for caches.
+    pub const XDG_CACHE_HOME: &'static str = "XDG_CACHE_HOME";
+    /// Home directory (cache fallback, user site-packages).
+    pub const HOME: &'static str = "HOME";
+}
