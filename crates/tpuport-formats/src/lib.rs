@@ -98,8 +98,8 @@ pub fn open(path: &Path, opts: &ImportOptions) -> Result<Model, FormatError> {
         std::fs::File::open(path)
             .and_then(|f| f.take(64).read_to_end(&mut head))
             .map_err(|source| FormatError::io(path, source))?;
-    } else if !path.exists() {
-        return Err(FormatError::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)));
+    } else if let Err(source) = std::fs::metadata(path) {
+        return Err(FormatError::io(path, source));
     }
     for imp in importers() {
         if imp.sniff(path, &head) {

@@ -74,3 +74,23 @@ pub fn run_python(code: &str) {
     let o = Command::new(python()).arg("-c").arg(code).output().unwrap();
     assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Runs tpuport with `args` under the venv's python and returns its exit code and peak
+/// resident memory in MiB (`getrusage(RUSAGE_CHILDREN).ru_maxrss`).
+pub fn peak_rss_mib(args: &[&str]) -> (i32, u64) {
+    let code = r"
+import json, resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(json.dumps([r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024]))
+";
+    let o = Command::new(python())
+        .arg("-c")
+        .arg(code)
+        .arg(env!("CARGO_BIN_EXE_tpuport"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: (i32, u64) = serde_json::from_slice(&o.stdout).unwrap();
+    v
+}

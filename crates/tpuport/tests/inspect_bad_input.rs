@@ -49,6 +49,9 @@ fn safetensors_hostile_header_lengths() {
     b.extend_from_slice(b"{}");
     std::fs::write(&p, &b).unwrap();
     assert_rejected(&p, &["header"]);
+    let (code, mib) = common::peak_rss_mib(&["inspect", p.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(mib < 64, "a 1 TB header claim peaked at {mib} MiB");
     // A header length past the end of the file.
     let p = d.path().join("past_end.safetensors");
     let mut b = 1000u64.to_le_bytes().to_vec();
@@ -110,12 +113,11 @@ fn deeply_nested_mlir_is_refused_not_a_stack_overflow() {
     let d = tmp();
     let p = d.path().join("deep.mlir");
     let depth = 200_000;
-    let mut s = String::from(
-        "module {\n  func.func @main() -> tensor<f32> {\n    %0 = \"stablehlo.foo\"() ",
-    );
-    s.push_str(&"({".repeat(depth));
-    s.push_str(&"})".repeat(depth));
-    s.push_str(" : () -> tensor<f32>\n    return %0 : tensor<f32>\n  }\n}\n");
+    // Valid generic-form nesting: an op whose region holds an op whose region holds ...
+    let mut s = String::from("module {\n  func.func @main() -> () {\n");
+    s.push_str(&"\"test.wrap\"() ({\n".repeat(depth));
+    s.push_str(&"}) : () -> ()\n".repeat(depth));
+    s.push_str("    func.return\n  }\n}\n");
     std::fs::write(&p, s).unwrap();
     assert_rejected(&p, &["nest"]);
     let p = d.path().join("unterminated.mlir");
@@ -156,5 +158,9 @@ with zipfile.ZipFile("{dir}/bomb.pt", "w", compression=zipfile.ZIP_DEFLATED) as 
             f.write(chunk)
 "#
     ));
-    assert_rejected(&d.path().join("bomb.pt"), &["data.pkl"]);
+    let bomb = d.path().join("bomb.pt");
+    assert_rejected(&bomb, &["data.pkl"]);
+    let (code, mib) = common::peak_rss_mib(&["inspect", bomb.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(mib < 256, "inspecting a zip bomb peaked at {mib} MiB");
 }

@@ -146,7 +146,8 @@ fn select_and_ignore() {
     let (dir, _) = temp_with("train.py", TRAIN);
     let o = run(&["check", "train.py", "--select", "TPU2", "--format", "json"], dir.path());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    let codes: Vec<&str> =
+        v["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
     assert_eq!(codes, ["TPU201"]);
     let o = run(&["check", "train.py", "--ignore", "TPU2,TPU3,TPU6"], dir.path());
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
@@ -160,11 +161,15 @@ fn noqa_codes_and_bare() {
     let src = TRAIN
         .replace("model = Net().cuda()\n", "model = Net().cuda()  # noqa: TPU301\n")
         .replace("    print(loss.item())\n", "    print(loss.item())  # noqa\n")
-        .replace("pin_memory=True, drop_last=True)\n", "pin_memory=True, drop_last=True)  # noqa: TPU999\n");
+        .replace(
+            "pin_memory=True, drop_last=True)\n",
+            "pin_memory=True, drop_last=True)  # noqa: TPU999\n",
+        );
     let (dir, _) = temp_with("train.py", &src);
     let o = run(&["check", "train.py", "--format", "json"], dir.path());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    let codes: Vec<&str> =
+        v["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
     assert_eq!(codes, ["TPU306"], "only the finding whose noqa names another code is left");
 }
 
@@ -184,16 +189,28 @@ fn fix_applies_safe_fixes_and_unsafe_on_request() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o754, "permissions kept");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o754,
+            "permissions kept"
+        );
     }
     let o = run(&["check", "train.py", "--fix", "--unsafe-fixes"], dir.path());
     assert_eq!(o.status.code(), Some(1));
     let fixed = std::fs::read_to_string(&path).unwrap();
     assert!(fixed.contains("model = Net().to(torch_xla.device())"), "{fixed}");
     assert!(fixed.contains("import torch_xla\n"), "{fixed}");
-    assert!(fixed.contains("for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):") || !fixed.contains("pl."), "{fixed}");
+    assert!(
+        fixed.contains("for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):")
+            || !fixed.contains("pl."),
+        "{fixed}"
+    );
     assert!(stdout(&o).contains("TPU201"), "unfixable finding still reported");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty(), "no temp files left");
 }
 
@@ -237,17 +254,25 @@ fn port_diff_and_write() {
     let original = std::fs::read_to_string(&dst).unwrap();
     let o = run(&["port", "train.py", "--to", "torch-xla"], dir.path());
     assert_eq!(o.status.code(), Some(1), "manual steps remain: {}", stderr(&o));
-    assert!(stdout(&o).contains("+    dist.init_process_group(\"xla\", init_method=\"xla://\")"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("+    dist.init_process_group(\"xla\", init_method=\"xla://\")"),
+        "{}",
+        stdout(&o)
+    );
     assert!(stderr(&o).contains("train.py:"), "manual steps name file:line");
     assert!(stderr(&o).contains("manual step: TPU201"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&dst).unwrap(), original, "--diff writes nothing");
-    let o = run(&["port", "train.py", "--to", "torch-xla", "--write", "--format", "json"], dir.path());
+    let o =
+        run(&["port", "train.py", "--to", "torch-xla", "--write", "--format", "json"], dir.path());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["files"][0]["written"], true);
     let ported = std::fs::read_to_string(&dst).unwrap();
     assert!(ported.contains("pl.MpDeviceLoader(train_loader, device)"));
     // The written file checks clean of the automatic rewrites.
-    let o = run(&["check", "train.py", "--select", "TPU301,TPU305,TPU402", "--format", "json"], dir.path());
+    let o = run(
+        &["check", "train.py", "--select", "TPU301,TPU305,TPU402", "--format", "json"],
+        dir.path(),
+    );
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v["findings"].as_array().unwrap().is_empty(), "{v}");
 }

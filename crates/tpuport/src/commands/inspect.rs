@@ -41,9 +41,7 @@ pub(crate) struct InspectArgs {
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
-    let (name, dims) = s
-        .split_once('=')
-        .ok_or("expected NAME=DIMS, e.g. x=1x3x224x224")?;
+    let (name, dims) = s.split_once('=').ok_or("expected NAME=DIMS, e.g. x=1x3x224x224")?;
     if name.is_empty() {
         return Err("empty input name".into());
     }
@@ -51,9 +49,7 @@ fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
 }
 
 fn parse_dim(s: &str) -> Result<(String, u64), String> {
-    let (name, n) = s
-        .split_once('=')
-        .ok_or("expected NAME=N, e.g. sequence=128")?;
+    let (name, n) = s.split_once('=').ok_or("expected NAME=N, e.g. sequence=128")?;
     let n = n.parse::<u64>().map_err(|e| format!("`{n}`: {e}"))?;
     Ok((name.to_owned(), n))
 }
@@ -69,10 +65,7 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     let inv = inventory::inventory(
         &a.model.display().to_string(),
         &model,
-        &InventoryOptions {
-            top: a.top,
-            find_duplicates: !a.no_dedup,
-        },
+        &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup },
     );
     match g.format {
         Format::Json => {
@@ -103,9 +96,7 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
     if let Some(pr) = &inv.producer {
         meta.row(["producer", pr.as_str()]);
     }
-    let fw = serde_json::to_value(inv.framework)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned));
+    let fw = serde_json::to_value(inv.framework).ok().and_then(|v| v.as_str().map(str::to_owned));
     let fw = fw.unwrap_or_default();
     match &inv.exporter {
         Some(e) => meta.row(["framework".to_owned(), format!("{fw} (exporter: {e})")]),
@@ -122,17 +113,10 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
         meta.row(["stablehlo", v.as_str()]);
     }
     let pr = &inv.params;
-    let mut count = format!(
-        "{} ({}, {})",
-        thousands(pr.elements),
-        si(pr.elements),
-        bytes(pr.bytes)
-    );
+    let mut count =
+        format!("{} ({}, {})", thousands(pr.elements), si(pr.elements), bytes(pr.bytes));
     if pr.deduplicated_elements != pr.elements {
-        count.push_str(&format!(
-            "; {} without duplicates",
-            thousands(pr.deduplicated_elements)
-        ));
+        count.push_str(&format!("; {} without duplicates", thousands(pr.deduplicated_elements)));
     }
     meta.row(["parameters".to_owned(), count]);
     if inv.nodes > 0 {
@@ -168,12 +152,7 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
             &[Align::Left, Align::Right, Align::Right, Align::Right],
         );
         for (d, tot) in &pr.by_dtype {
-            t.row([
-                d.clone(),
-                thousands(tot.tensors),
-                thousands(tot.elements),
-                bytes(tot.bytes),
-            ]);
+            t.row([d.clone(), thousands(tot.tensors), thousands(tot.elements), bytes(tot.bytes)]);
         }
         out.push_str(&t.render());
         let mut extra = Vec::new();
@@ -201,10 +180,7 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
             ));
         }
         if !extra.is_empty() {
-            push(
-                &mut out,
-                &format!("  not counted / noted: {}", extra.join(", ")),
-            );
+            push(&mut out, &format!("  not counted / noted: {}", extra.join(", ")));
         }
     }
 
@@ -223,13 +199,7 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
         push(&mut out, "\nlargest tensors");
         let mut t = Table::new(
             &["name", "dtype", "shape", "elements", "bytes"],
-            &[
-                Align::Left,
-                Align::Left,
-                Align::Left,
-                Align::Right,
-                Align::Right,
-            ],
+            &[Align::Left, Align::Left, Align::Left, Align::Right, Align::Right],
         );
         for e in &inv.largest {
             let shape: Vec<String> = e.shape.iter().map(u64::to_string).collect();
@@ -247,18 +217,10 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
     if !inv.duplicates.is_empty() {
         push(&mut out, "\nduplicate tensors");
         for d in &inv.duplicates {
-            let how = if d.transposed {
-                " (transposed copy)"
-            } else {
-                ""
-            };
+            let how = if d.transposed { " (transposed copy)" } else { "" };
             push(
                 &mut out,
-                &format!(
-                    "  {}: {} elements{how}",
-                    d.names.join(" = "),
-                    thousands(d.elements)
-                ),
+                &format!("  {}: {} elements{how}", d.names.join(" = "), thousands(d.elements)),
             );
         }
     }
@@ -269,11 +231,7 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
             push(&mut out, &format!("  [{}] {}", e.code, e.message));
         }
     }
-    let notes: Vec<_> = inv
-        .notes
-        .iter()
-        .filter(|n| n.level == NoteLevel::Info)
-        .collect();
+    let notes: Vec<_> = inv.notes.iter().filter(|n| n.level == NoteLevel::Info).collect();
     if !notes.is_empty() {
         push(&mut out, "\nnotes");
         for n in notes {
@@ -281,4 +239,87 @@ pub(crate) fn render_text(inv: &Inventory) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use tpuport_model::{
+        DType, Graph, Model, ModelFormat, Node, NoteLevel, Shape, TensorType, Value, ValueKind,
+        Weight, WeightData,
+    };
+
+    use super::*;
+
+    /// A small ONNX-shaped model: Conv (with bias, no BatchNorm) -> Relu -> MatMul, one
+    /// symbolic batch dimension, a scalar initializer, a duplicated matrix.
+    fn model() -> Model {
+        let mut m = Model::empty(ModelFormat::Onnx);
+        m.metadata.producer = Some("pytorch".into());
+        m.metadata.producer_version = Some("2.15.0".into());
+        m.metadata.framework = tpuport_model::Framework::PyTorch;
+        m.metadata.exporter = Some("torch.onnx (TorchScript)".into());
+        m.metadata.ir_version = Some(8);
+        m.metadata.opsets = vec![(String::new(), 17)];
+        let mut g = Graph { name: "main".into(), ..Graph::default() };
+        let mut weight = |g: &mut Graph, m: &mut Model, name: &str, shape: Vec<u64>, fill: u8| {
+            let n = usize::try_from(shape.iter().product::<u64>()).unwrap() * 4;
+            let id = m.weights.push(Weight {
+                name: name.into(),
+                dtype: DType::F32,
+                shape: shape.clone(),
+                data: WeightData::Inline(vec![fill; n].into()),
+            });
+            g.add_value(Value {
+                name: name.into(),
+                ty: TensorType::new(DType::F32, Shape::fixed(&shape)),
+                kind: ValueKind::Weight(id),
+                producer: None,
+            })
+        };
+        let w = weight(&mut g, &mut m, "conv.weight", vec![64, 3, 3, 3], 1);
+        let b = weight(&mut g, &mut m, "conv.bias", vec![64], 2);
+        let fc = weight(&mut g, &mut m, "fc.weight", vec![64, 32], 3);
+        let _copy = weight(&mut g, &mut m, "fc.weight.copy", vec![64, 32], 3);
+        let _s = weight(&mut g, &mut m, "scale", vec![], 4);
+        let ty = |s: &str| TensorType::new(DType::F32, Shape::parse_dims(s));
+        let mut val = |g: &mut Graph, name: &str, t: TensorType, kind| {
+            g.add_value(Value { name: name.into(), ty: t, kind, producer: None })
+        };
+        let x = val(&mut g, "input", ty("batchx3x8x8"), ValueKind::Input);
+        let c = val(&mut g, "conv_out", ty("batchx64x8x8"), ValueKind::Intermediate);
+        let r = val(&mut g, "relu_out", ty("batchx64x8x8"), ValueKind::Intermediate);
+        let y = val(&mut g, "logits", ty("batchx64x8x32"), ValueKind::Intermediate);
+        g.inputs = vec![x];
+        g.outputs = vec![y];
+        let node = |name: &str, op: &str, ins: Vec<_>, out| Node {
+            name: name.into(),
+            op: op.into(),
+            domain: String::new(),
+            inputs: ins,
+            outputs: vec![out],
+            attrs: vec![],
+            subgraphs: vec![],
+            location: None,
+        };
+        g.add_node(node("conv", "Conv", vec![Some(x), Some(w), Some(b)], c));
+        g.add_node(node("relu", "Relu", vec![Some(c)], r));
+        g.add_node(node("fc", "MatMul", vec![Some(r), Some(fc)], y));
+        m.graph = g;
+        m.note(NoteLevel::Info, "example", "an informational importer note");
+        m
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        let inv = inventory::inventory("model.onnx", &model(), &InventoryOptions::default());
+        insta::assert_snapshot!(render_text(&inv));
+    }
+
+    #[test]
+    fn json_report_snapshot() {
+        let inv = inventory::inventory("model.onnx", &model(), &InventoryOptions::default());
+        insta::assert_json_snapshot!(inv);
+    }
 }
