@@ -7,6 +7,7 @@ pub(crate) mod check;
 pub(crate) mod doctor;
 pub(crate) mod explain;
 pub(crate) mod inspect;
+pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod run;
 
