@@ -627,6 +627,9 @@ impl<'a> Parser<'a> {
     pub(crate) fn region(&mut self, mut args: Vec<Arg>) -> PResult<Region> {
         let open = self.expect("{", "to open a region")?;
         self.enter(open.start)?;
+        for a in &args {
+            self.types.insert(a.name.clone(), a.ty.clone());
+        }
         let mut r = Region::default();
         let mut blocks = 0;
         loop {
@@ -656,6 +659,7 @@ impl<'a> Parser<'a> {
                         self.expect(":", "after the block argument name")?;
                         let ty = self.parse_type()?;
                         let loc = self.opt_loc()?;
+                        self.types.insert(self.tx(a).to_owned(), ty.clone());
                         args.push(Arg { name: self.tx(a).to_owned(), ty, attrs: Vec::new(), loc });
                         if self.eat(",")? {
                             continue;
@@ -669,9 +673,6 @@ impl<'a> Parser<'a> {
             }
             let op = self.parse_op()?;
             r.ops.push(op);
-        }
-        for a in &args {
-            self.types.insert(a.name.clone(), a.ty.clone());
         }
         r.args = args;
         self.leave();
@@ -780,9 +781,7 @@ impl<'a> Parser<'a> {
             self.enter(t.start)?;
             let mut i = 0;
             loop {
-                let saved = self.types.clone();
                 let r = self.region(Vec::new())?;
-                self.types = saved;
                 op.regions.push((region_name(&op.name, i), r));
                 i += 1;
                 if !self.eat(",")? {

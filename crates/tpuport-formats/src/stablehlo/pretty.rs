@@ -509,10 +509,7 @@ fn reduce(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
             p.expect(")", "to close the reducer arguments")?;
         }
         firsts.extend(seconds);
-        let saved = p.types.clone();
-        let r = p.region(firsts)?;
-        p.types = saved;
-        r
+        p.region(firsts)?
     };
     op.regions.push(("reducer".to_owned(), region));
     Ok(())
@@ -557,12 +554,9 @@ fn while_op(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
         .map(|(n, t)| Arg { name: n.clone(), ty: t.clone(), attrs: Vec::new(), loc: None })
         .collect();
     p.expect_kw("cond", "to start the loop condition")?;
-    let saved = p.types.clone();
     let cond = p.region(args.clone())?;
-    p.types = saved.clone();
     p.expect_kw("do", "to start the loop body")?;
     let body = p.region(args)?;
-    p.types = saved;
     op.regions.push(("cond".to_owned(), cond));
     op.regions.push(("body".to_owned(), body));
     op.types = tys;
@@ -668,9 +662,7 @@ fn manual_computation(p: &mut Parser<'_>, op: &mut Op) -> PResult<()> {
             break;
         }
     }
-    let saved = p.types.clone();
     let body = p.region(args)?;
-    p.types = saved;
     op.regions.push(("body".to_owned(), body));
     opt_attrs(p, op)?;
     types(p, op)
