@@ -38,6 +38,8 @@ $(FIX_DIR)/.done: $(VENV)/.stamp
 fixtures: $(FIX_DIR)/.done
 	@mkdir -p .cache
 	@ln -sfn $(FIX_DIR) $(FIX_LINK)
+	@# fixture sets from older generator versions are several GB each: keep only the current one
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'fixtures-*' ! -name 'fixtures-$(FIX_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 build:
 	$(CARGO) build --release --locked -p tpuport
