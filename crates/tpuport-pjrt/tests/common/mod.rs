@@ -88,6 +88,7 @@ pub fn read_npy(path: &std::path::Path) -> HostTensor {
         "<i8" => DType::I64,
         "|b1" => DType::Bool,
         "<f2" => DType::F16,
+        "<u2" => DType::U16,
         "<V2" | "|V2" => DType::BF16,
         other => panic!("unsupported npy dtype {other}"),
     };

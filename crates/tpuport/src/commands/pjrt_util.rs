@@ -221,8 +221,14 @@ impl Module {
 fn parse_meshes(ops: &[&str]) -> Vec<(String, Vec<(String, u64)>)> {
     let mut out = Vec::new();
     for op in ops {
-        let Some(at) = op.find('@') else { continue };
-        let name: String = op[at + 1..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // Pretty form `sdy.mesh @mesh = <[...]>` or generic `"sdy.mesh"() <{mesh = ..., sym_name = "mesh"}>`.
+        let name: String = if let Some(at) = op.find("sym_name = \"") {
+            op[at + 12..].chars().take_while(|c| *c != '"').collect()
+        } else if let Some(at) = op.find('@') {
+            op[at + 1..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+        } else {
+            continue;
+        };
         let Some(lt) = op.find("<[") else { continue };
         let body = &op[lt + 2..op[lt..].find("]>").map_or(op.len(), |e| lt + e)];
         let axes = body
@@ -431,10 +437,11 @@ mod tests {
             Some(Layout { mesh: vec![1, 4, 2], dims: vec![vec![0], vec![1]] })
         );
         assert_eq!(parse_gspmd("{devices=[2,4]<=[4,2]T(1,0)}", 8), None);
-        let meshes = parse_meshes(&["\"sdy.mesh\"() <{sym_name = \"mesh\", mesh = #sdy.mesh<[\"x\"=8]>}> : () -> ()"]);
-        let meshes2 = parse_meshes(&["sdy.mesh @mesh = <[\"x\"=8]>"]);
-        assert_eq!(meshes2, vec![("mesh".to_owned(), vec![("x".to_owned(), 8)])]);
-        let m = if meshes.is_empty() { meshes2 } else { meshes };
+        let want = vec![("mesh".to_owned(), vec![("x".to_owned(), 8)])];
+        let generic = parse_meshes(&["\"sdy.mesh\"() <{mesh = #sdy.mesh<[\"x\"=8]>, sym_name = \"mesh\"}> : () -> ()"]);
+        assert_eq!(generic, want);
+        let m = parse_meshes(&["sdy.mesh @mesh = <[\"x\"=8]>"]);
+        assert_eq!(m, want);
         assert_eq!(
             parse_sdy("#sdy.sharding<@mesh, [{\"x\"}, {}]>", &m),
             Some(Layout { mesh: vec![8], dims: vec![vec![0], vec![]] })
