@@ -138,10 +138,8 @@ impl ExecutableCache {
         };
         let path = dir.join(format!("{key}.pjrt"));
         let t = Instant::now();
-        if let Some(payload) = read_entry(&path) {
-            if let Ok(executable) = client.deserialize(&payload) {
-                return Ok(Compiled { executable, status: CacheStatus::Hit, elapsed: t.elapsed(), key });
-            }
+        if let Some(executable) = read_entry(&path).and_then(|b| client.deserialize(&b).ok()) {
+            return Ok(Compiled { executable, status: CacheStatus::Hit, elapsed: t.elapsed(), key });
         }
         let t = Instant::now();
         let executable = client.compile(program, options)?;

@@ -115,10 +115,10 @@ fn check(f: Found, p: &Printer) -> PluginReport {
             let devs = c.devices();
             r.devices = Some(devs.len());
             for d in devs {
-                if let Ok(desc) = d.description() {
-                    if !r.device_kinds.contains(&desc.kind) {
-                        r.device_kinds.push(desc.kind);
-                    }
+                if let Ok(desc) = d.description()
+                    && !r.device_kinds.contains(&desc.kind)
+                {
+                    r.device_kinds.push(desc.kind);
                 }
             }
         }
@@ -214,15 +214,15 @@ fn version_notes(py: &serde_json::Value) -> Vec<String> {
     let get = |k: &str| py.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     let minor = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
     let mut notes = Vec::new();
-    if let (Some(j), Some(l)) = (get("jax"), get("jaxlib")) {
-        if j != l {
-            notes.push(format!("jax {j} with jaxlib {l}: jax expects the jaxlib of the same release"));
-        }
+    if let (Some(j), Some(l)) = (get("jax"), get("jaxlib"))
+        && j != l
+    {
+        notes.push(format!("jax {j} with jaxlib {l}: jax expects the jaxlib of the same release"));
     }
-    if let (Some(t), Some(x)) = (get("torch"), get("torch_xla")) {
-        if minor(&t) != minor(&x) {
-            notes.push(format!("torch {t} with torch_xla {x}: torch_xla must match torch's minor version"));
-        }
+    if let (Some(t), Some(x)) = (get("torch"), get("torch_xla"))
+        && minor(&t) != minor(&x)
+    {
+        notes.push(format!("torch {t} with torch_xla {x}: torch_xla must match torch's minor version"));
     }
     notes
 }

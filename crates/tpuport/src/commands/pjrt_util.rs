@@ -47,16 +47,16 @@ impl RuntimeArgs {
             PluginKind::Tpu | PluginKind::Cuda => ClientOptions::default(),
         };
         let client = tpuport_pjrt::Client::new(plugin, &opts)?;
-        if let (Some(v), Some((_, cur))) = (&module.stablehlo_version, plugin.stablehlo_range()) {
-            if newer(v, cur) {
-                p.warn(&format!(
-                    "{} targets StableHLO {v}, newer than the plugin's {}.{}.{}; compilation may fail",
-                    module.path.display(),
-                    cur[0],
-                    cur[1],
-                    cur[2]
-                ));
-            }
+        if let (Some(v), Some((_, cur))) = (&module.stablehlo_version, plugin.stablehlo_range())
+            && newer(v, cur)
+        {
+            p.warn(&format!(
+                "{} targets StableHLO {v}, newer than the plugin's {}.{}.{}; compilation may fail",
+                module.path.display(),
+                cur[0],
+                cur[1],
+                cur[2]
+            ));
         }
         let cache = if self.no_cache { ExecutableCache::disabled() } else { ExecutableCache::default_location() };
         Ok(Runtime { client, cache })

@@ -138,10 +138,10 @@ pub(crate) fn read_inputs(specs: &[String], module: &Module) -> anyhow::Result<V
     }
     let mut it = positional.into_iter();
     for slot in &mut slots {
-        if slot.is_none() {
-            if let Some(file) = it.next() {
-                *slot = Some((file.clone(), read(&file)?));
-            }
+        if slot.is_none()
+            && let Some(file) = it.next()
+        {
+            *slot = Some((file.clone(), read(&file)?));
         }
     }
     if let Some(extra) = it.next() {
