@@ -33,7 +33,7 @@ type Labels = HashMap<String, String>;
 fn graph(
     model: &Model,
     g: &Graph,
-    outer: &[Labels],
+    outer: &[&Labels],
     depth: usize,
     opts: StructureOptions,
     out: &mut String,
@@ -99,8 +99,8 @@ fn graph(
         );
         for (name, sg) in &node.subgraphs {
             let _ = writeln!(out, "{pad} region {name}");
-            let mut scopes = outer.to_vec();
-            scopes.push(labels.clone());
+            let scopes: Vec<&Labels> =
+                outer.iter().copied().chain(std::iter::once(&labels)).collect();
             graph(model, sg, &scopes, depth + 2, opts, out);
         }
     }

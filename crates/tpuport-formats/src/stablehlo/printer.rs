@@ -285,8 +285,7 @@ impl Printer<'_> {
                 })
                 .collect();
             let _ = writeln!(self.out, "  ^bb0({}):", args.join(", "));
-            let scopes = vec![names];
-            self.body(g, &scopes, &mut local, 2, "func.return")?;
+            self.body(g, &[], names, &mut local, 2, "func.return")?;
         }
         let _ = writeln!(self.out, "  }}){rest} : () -> ()");
         Ok(())
@@ -361,13 +360,12 @@ impl Printer<'_> {
     fn body(
         &mut self,
         g: &Graph,
-        scopes: &[Names],
+        outer: &[&Names],
+        mut names: Names,
         local: &mut HashMap<ValueId, (String, String)>,
         indent: usize,
         term: &str,
     ) -> Result<(), FormatError> {
-        let mut names = scopes.last().cloned().unwrap_or_default();
-        let outer = &scopes[..scopes.len().saturating_sub(1)];
         let resolve = |id: ValueId,
                        local: &mut HashMap<ValueId, (String, String)>,
                        names: &Names|
@@ -424,9 +422,8 @@ impl Printer<'_> {
             let _ = write!(self.out, "{}({}){props}", quote(&node.op), operands.join(", "));
             if !node.subgraphs.is_empty() {
                 self.out.push_str(" (");
-                let mut inner_scopes: Vec<Names> =
-                    scopes[..scopes.len().saturating_sub(1)].to_vec();
-                inner_scopes.push(names.clone());
+                let inner_scopes: Vec<&Names> =
+                    outer.iter().copied().chain(std::iter::once(&names)).collect();
                 for (i, (_, sg)) in node.subgraphs.iter().enumerate() {
                     if i > 0 {
                         self.out.push_str(", ");
@@ -458,7 +455,7 @@ impl Printer<'_> {
         Ok(())
     }
 
-    fn region(&mut self, sg: &Graph, scopes: &[Names], indent: usize) -> Result<(), FormatError> {
+    fn region(&mut self, sg: &Graph, outer: &[&Names], indent: usize) -> Result<(), FormatError> {
         let mut local = HashMap::new();
         let mut names = Names::new();
         let mut args = Vec::new();
@@ -474,9 +471,7 @@ impl Printer<'_> {
         if !args.is_empty() {
             let _ = writeln!(self.out, "{pad}^bb0({}):", args.join(", "));
         }
-        let mut inner: Vec<Names> = scopes.to_vec();
-        inner.push(names);
-        self.body(sg, &inner, &mut local, indent + 1, "stablehlo.return")?;
+        self.body(sg, outer, names, &mut local, indent + 1, "stablehlo.return")?;
         let _ = write!(self.out, "{pad}}}");
         Ok(())
     }
