@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """`make bench` for `tpuport inspect`: tpuport vs a Python baseline on the same files, as ratios.
 
-Baselines (run in this process, imports excluded from the timing, which favours Python):
+Baselines:
   ONNX:        onnx.load + onnx.shape_inference.infer_shapes + parameter count over initializers
   safetensors: safetensors.safe_open(...) keys and per-tensor shapes (header only)
-tpuport is timed as a whole process (`tpuport --format json inspect FILE`), start-up included.
-Each side runs REPEATS times; the medians are compared. A synthetic 7B-parameter safetensors
-header (Llama-2-7B tensor names and shapes, data as a sparse file) is generated in a temp dir.
+Two comparisons per file, each the median of REPEATS runs:
+  process  both sides as a fresh process, the way a user runs them (`tpuport inspect FILE` vs
+           `python -c "<baseline>"`, interpreter start-up and imports included)
+  library  the work alone: tpuport's own import + analysis time (`--timings`) vs the baseline
+           function timed inside an already-started interpreter with its modules imported
+A synthetic 7B-parameter safetensors header (Llama-2-7B names and shapes, data as a sparse
+file) is generated in a temp dir.
 """
 
 import argparse
 import json
-import os
+import re
 import statistics
 import struct
 import subprocess
@@ -22,61 +26,77 @@ from pathlib import Path
 
 REPEATS = 7
 
+ONNX_BASELINE = """
+import onnx
+def work(path):
+    m = onnx.load(path)
+    m = onnx.shape_inference.infer_shapes(m)
+    n = 0
+    for init in m.graph.initializer:
+        if len(init.dims) == 0:
+            continue
+        k = 1
+        for d in init.dims:
+            k *= d
+        n += k
+    return n
+"""
 
-def median_time(fn, repeats=REPEATS):
-    times = []
-    for _ in range(repeats):
+SAFETENSORS_BASELINE = """
+from safetensors import safe_open
+def work(path):
+    n = 0
+    with safe_open(path, framework="np") as f:
+        for k in f.keys():
+            s = f.get_slice(k).get_shape()
+            p = 1
+            for d in s:
+                p *= d
+            n += p
+    return n
+"""
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def tpuport_times(tpuport, path, extra):
+    wall, lib, report = [], [], None
+    for _ in range(REPEATS):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def run_tpuport(tpuport, path, extra=()):
-    def go():
-        r = subprocess.run([tpuport, "--format", "json", "inspect", str(path), *extra],
+        r = subprocess.run([tpuport, "--format", "json", "inspect", str(path), "--timings", *extra],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wall.append(time.perf_counter() - t0)
         if r.returncode != 0:
             sys.exit(f"tpuport failed on {path}: {r.stderr.decode().strip()}")
-        return json.loads(r.stdout)
-    report = go()
-    return median_time(go), report
+        m = re.search(r"timings: import ([\d.]+) ms, analysis ([\d.]+) ms", r.stderr.decode())
+        lib.append((float(m.group(1)) + float(m.group(2))) / 1e3)
+        report = json.loads(r.stdout)
+    return median(wall), median(lib), report
 
 
-def onnx_baseline(path):
-    import onnx
-    from onnx import numpy_helper  # noqa: F401
-
-    def go():
-        m = onnx.load(str(path))
-        m = onnx.shape_inference.infer_shapes(m)
-        n = 0
-        for init in m.graph.initializer:
-            if len(init.dims) == 0:
-                continue
-            k = 1
-            for d in init.dims:
-                k *= d
-            n += k
-        return n
-    count = go()
-    return median_time(go), count
-
-
-def safetensors_baseline(path):
-    from safetensors import safe_open
-
-    def go():
-        shapes = {}
-        with safe_open(str(path), framework="np") as f:
-            for k in f.keys():
-                shapes[k] = f.get_slice(k).get_shape()
-        return sum(_prod(s) for s in shapes.values())
-    count = go()
-    return median_time(go), count
+def python_times(py, baseline, path):
+    # library: in one interpreter, after imports
+    ns = {}
+    exec(baseline, ns)
+    count = ns["work"](str(path))
+    lib = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        ns["work"](str(path))
+        lib.append(time.perf_counter() - t0)
+    # process: a fresh interpreter each time
+    wall = []
+    code = baseline + f"\nprint(work({str(path)!r}))\n"
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        subprocess.run([py, "-c", code], check=True, stdout=subprocess.DEVNULL)
+        wall.append(time.perf_counter() - t0)
+    return median(wall), median(lib), count
 
 
-def _prod(s):
+def prod(s):
     n = 1
     for d in s:
         n *= d
@@ -101,7 +121,7 @@ def llama7b_shapes():
 def write_synthetic_safetensors(path):
     header, off = {"__metadata__": {"format": "pt"}}, 0
     for name, shape in llama7b_shapes().items():
-        nbytes = _prod(shape) * 2
+        nbytes = prod(shape) * 2
         header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + nbytes]}
         off += nbytes
     h = json.dumps(header, separators=(",", ":")).encode()
@@ -110,7 +130,7 @@ def write_synthetic_safetensors(path):
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
         f.truncate(8 + len(h) + off)  # sparse: no data blocks on disk
-    return sum(_prod(s) for s in llama7b_shapes().values())
+    return sum(prod(s) for s in llama7b_shapes().values())
 
 
 def main():
@@ -120,28 +140,32 @@ def main():
     a = ap.parse_args()
     fx = Path(a.fixtures)
     rows = []
+
+    def measure(label, path, extra, baseline, expect=None):
+        rw, rl, rep = tpuport_times(a.tpuport, path, extra)
+        pw, pl, n_py = python_times(sys.executable, baseline, path)
+        n_rs = rep["params"]["elements"]
+        ok = n_rs == n_py and (expect is None or n_rs == expect)
+        rows.append((label, rw, pw, rl, pl, ok))
+
     for model in ("bert_base", "resnet50", "gpt2"):
         for exp in ("legacy", "dynamo"):
             p = fx / "torch" / model / f"{exp}.onnx"
             if not p.exists():
-                continue
+                sys.exit(f"{p}: missing; run `make fixtures`")
             extra = ["--batch", "1"] + (["--dim", "sequence=128"] if model in ("bert_base", "gpt2") else [])
-            t_rs, rep = run_tpuport(a.tpuport, p, extra)
-            t_py, n_py = onnx_baseline(p)
-            n_rs = rep["params"]["elements"]
-            rows.append((f"{model}/{exp}.onnx", t_rs, t_py, n_rs == n_py))
+            measure(f"{model}/{exp}.onnx", p, extra, ONNX_BASELINE)
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "llama7b.safetensors"
         n = write_synthetic_safetensors(p)
-        t_rs, rep = run_tpuport(a.tpuport, p)
-        t_py, n_py = safetensors_baseline(p)
-        rows.append((f"synthetic 7B safetensors header ({n/1e9:.2f}B params)", t_rs, t_py,
-                     rep["params"]["elements"] == n_py == n))
-    print(f"inspect benchmark: median of {REPEATS} runs each; ratio = python / tpuport")
-    print(f"{'file':<52} {'tpuport':>10} {'python':>10} {'ratio':>8}  counts agree")
-    for name, t_rs, t_py, ok in rows:
-        print(f"{name:<52} {t_rs*1e3:>8.1f}ms {t_py*1e3:>8.1f}ms {t_py/t_rs:>7.1f}x  {'yes' if ok else 'NO'}")
-    if not all(ok for *_, ok in rows):
+        measure(f"7B safetensors header ({n/1e9:.2f}B params)", p, [], SAFETENSORS_BASELINE, n)
+
+    print(f"inspect benchmark: median of {REPEATS} runs; ratio = python time / tpuport time")
+    print(f"{'file':<36} {'process: tpuport':>16} {'python':>9} {'ratio':>7}   {'library: tpuport':>16} {'python':>9} {'ratio':>7}  counts")
+    for name, rw, pw, rl, pl, ok in rows:
+        print(f"{name:<36} {rw*1e3:>14.1f}ms {pw*1e3:>7.1f}ms {pw/rw:>6.1f}x   "
+              f"{rl*1e3:>14.2f}ms {pl*1e3:>7.2f}ms {pl/rl:>6.1f}x  {'agree' if ok else 'DIFFER'}")
+    if not all(r[-1] for r in rows):
         sys.exit("parameter counts disagree between tpuport and the baseline")
 
 

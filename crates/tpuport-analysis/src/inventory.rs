@@ -337,7 +337,9 @@ const BUFFER_SUFFIXES: &[&str] = &[
 ];
 
 fn is_buffer(name: &str) -> bool {
-    BUFFER_SUFFIXES.iter().any(|s| name == *s || name.ends_with(&format!(".{s}")))
+    BUFFER_SUFFIXES.iter().any(|s| {
+        name.strip_suffix(s).is_some_and(|head| head.is_empty() || head.ends_with('.'))
+    })
 }
 
 fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOptions) -> Params {
@@ -383,9 +385,9 @@ const MIN_DUP_ELEMENTS: u64 = 1024;
 
 fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<DuplicateGroup> {
     // Bucket by (dtype, element count); inside a bucket compare a cheap fingerprint (a hash of
-    // elements sampled at fixed logical positions), and only on a fingerprint match hash the full
-    // contents. 2-D tensors are also fingerprinted in transposed order, so a transposed copy
-    // (the legacy ONNX exporter's tied lm_head) is found without transposing anything.
+    // elements sampled at fixed logical positions), and only on a fingerprint match compare the
+    // full contents. 2-D tensors are also fingerprinted in transposed order, so a transposed
+    // copy (the legacy ONNX exporter's tied lm_head) is found without transposing anything.
     let mut buckets: BTreeMap<(DType, u64), Vec<WeightId>> = BTreeMap::new();
     for (id, _) in counted {
         let w = model.weights.get(*id);
@@ -425,24 +427,16 @@ fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<Duplic
             if cand.len() < 2 {
                 continue;
             }
-            // Confirm with full contents, in the orientation of the first member.
-            let canon = |(id, t): (WeightId, bool)| -> Option<[u8; 32]> {
-                let w = model.weights.get(id);
-                let b = w.bytes().ok()?;
-                let elem = w.dtype.bits()? as usize / 8;
-                if t {
-                    Some(sha(&transpose2(&b, w.shape[0], w.shape[1], elem)))
-                } else {
-                    Some(sha(&b))
-                }
-            };
-            let mut confirmed: BTreeMap<[u8; 32], Vec<(WeightId, bool)>> = BTreeMap::new();
-            for m in &cand {
-                if let Some(h) = canon(*m) {
-                    confirmed.entry(h).or_default().push(*m);
+            // Confirm by comparing full contents against each group's first member, directly
+            // (a blocked strided compare for transposed copies: nothing is hashed or copied).
+            let mut found: Vec<Vec<(WeightId, bool)>> = Vec::new();
+            for m in cand {
+                match found.iter_mut().find(|g| same_view(model, g[0], m)) {
+                    Some(g) => g.push(m),
+                    None => found.push(vec![m]),
                 }
             }
-            for same in confirmed.into_values().filter(|v| v.len() > 1) {
+            for same in found.into_iter().filter(|v| v.len() > 1) {
                 let transposed = same.iter().any(|(_, t)| *t) && !same.iter().all(|(_, t)| *t);
                 used.extend(same.iter().map(|(id, _)| *id));
                 groups.push(DuplicateGroup {
@@ -482,23 +476,44 @@ fn fingerprint(b: &[u8], rows: u64, cols: u64, elem: usize, transposed: bool) ->
     h.finalize().into()
 }
 
-fn sha(b: &[u8]) -> [u8; 32] {
-    Sha256::digest(b).into()
+/// Whether tensor `a` viewed as flagged equals tensor `b` viewed as flagged (a flag means
+/// "viewed transposed"; both are row-major in memory).
+fn same_view(model: &Model, (a, ta): (WeightId, bool), (b, tb): (WeightId, bool)) -> bool {
+    let (wa, wb) = (model.weights.get(a), model.weights.get(b));
+    let (Ok(x), Ok(y)) = (wa.bytes(), wb.bytes()) else { return false };
+    if x.len() != y.len() {
+        return false;
+    }
+    if ta == tb {
+        return wa.shape == wb.shape && x == y;
+    }
+    // a == transpose(b): a is [r, c], b must be [c, r].
+    let ([r, c], [c2, r2]) = (wa.shape.as_slice(), wb.shape.as_slice()) else { return false };
+    if (r, c) != (r2, c2) {
+        return false;
+    }
+    let Some(elem) = wa.dtype.bits().map(|bits| bits as usize / 8) else { return false };
+    let (Ok(r), Ok(c)) = (usize::try_from(*r), usize::try_from(*c)) else { return false };
+    transposed_equal(&x, &y, r, c, elem)
 }
 
-fn transpose2(b: &[u8], rows: u64, cols: u64, elem: usize) -> Vec<u8> {
-    let (r, c) = (usize::try_from(rows).unwrap_or(0), usize::try_from(cols).unwrap_or(0));
-    let mut out = vec![0u8; b.len()];
-    for i in 0..r {
-        for j in 0..c {
-            let src = (i * c + j) * elem;
-            let dst = (j * r + i) * elem;
-            if let (Some(s), Some(d)) = (b.get(src..src + elem), out.get_mut(dst..dst + elem)) {
-                d.copy_from_slice(s);
+/// `a` is row-major `[r, c]`, `b` row-major `[c, r]`; true when `a[i][j] == b[j][i]` for all
+/// i, j. Compared in 64x64 blocks so both sides stay in cache.
+fn transposed_equal(a: &[u8], b: &[u8], r: usize, c: usize, elem: usize) -> bool {
+    const B: usize = 64;
+    for i0 in (0..r).step_by(B) {
+        for j0 in (0..c).step_by(B) {
+            for i in i0..(i0 + B).min(r) {
+                for j in j0..(j0 + B).min(c) {
+                    let (s, d) = ((i * c + j) * elem, (j * r + i) * elem);
+                    if a.get(s..s + elem) != b.get(d..d + elem) {
+                        return false;
+                    }
+                }
             }
         }
     }
-    out
+    true
 }
 
 fn explain(model: &Model, inv: &Inventory) -> Vec<Explanation> {
@@ -607,7 +622,9 @@ mod tests {
         let mut m = Model::empty(ModelFormat::Onnx);
         let (r, c) = (32u64, 48u64);
         let a: Vec<u8> = (0..r * c).flat_map(|i| (i as f32).to_le_bytes()).collect();
-        let t = transpose2(&a, r, c, 4);
+        let t: Vec<u8> = (0..c)
+            .flat_map(|j| (0..r).flat_map(move |i| ((i * c + j) as f32).to_le_bytes()))
+            .collect();
         for (name, shape, data) in
             [("wte", vec![r, c], a.clone()), ("lm_head", vec![c, r], t), ("copy", vec![r, c], a)]
         {

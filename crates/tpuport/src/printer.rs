@@ -58,6 +58,11 @@ impl Printer {
         }
     }
 
+    /// A line on stderr that the user asked for (not suppressed by `--quiet`).
+    pub(crate) fn note(&self, msg: &str) {
+        eprintln!("{msg}");
+    }
+
     /// An informational line on stderr (only with `-v`).
     #[allow(dead_code, reason = "used by verbs that log progress")]
     pub(crate) fn info(&self, msg: &str) {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
@@ -35,9 +36,12 @@ pub(crate) struct InspectArgs {
     /// Number of largest tensors to list.
     #[arg(long, default_value_t = 10)]
     pub(crate) top: usize,
-    /// Skip the duplicate-tensor scan (it reads every weight's bytes once).
+    /// Skip the duplicate-tensor scan (it samples every weight of a graph format).
     #[arg(long)]
     pub(crate) no_dedup: bool,
+    /// Print the time spent importing and analysing to stderr.
+    #[arg(long)]
+    pub(crate) timings: bool,
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
@@ -61,12 +65,22 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         batch: a.batch,
         ..ImportOptions::default()
     };
+    let t0 = Instant::now();
     let model = tpuport_formats::open(&a.model, &opts)?;
+    let t1 = Instant::now();
     let inv = inventory::inventory(
         &a.model.display().to_string(),
         &model,
         &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup },
     );
+    if a.timings {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        p.note(&format!(
+            "timings: import {:.3} ms, analysis {:.3} ms",
+            ms(t1 - t0),
+            ms(t1.elapsed())
+        ));
+    }
     match g.format {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&inv).context("serialising the report")?;
@@ -78,7 +92,7 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     }
     for n in &inv.notes {
         if n.level >= NoteLevel::Warning {
-            p.warn(&format!("{}: {} [{}]", inv.path, n.message, n.code));
+            p.warn(&format!("{} [{}]", n.message, n.code));
         }
     }
     Ok(Status::Success)
