@@ -422,8 +422,14 @@ fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<Duplic
         }
         let mut used: Vec<WeightId> = Vec::new();
         for members in by_print.values() {
-            let cand: Vec<(WeightId, bool)> =
-                members.iter().copied().filter(|(id, _)| !used.contains(id)).collect();
+            // One entry per tensor: a tensor whose plain and transposed samples agree (constant
+            // or symmetric data) must not be reported as a copy of itself.
+            let mut cand: Vec<(WeightId, bool)> = Vec::new();
+            for m in members {
+                if !used.contains(&m.0) && !cand.iter().any(|c| c.0 == m.0) {
+                    cand.push(*m);
+                }
+            }
             if cand.len() < 2 {
                 continue;
             }
