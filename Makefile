@@ -47,8 +47,23 @@ build:
 test: fixtures
 	$(CARGO) test --workspace --locked
 
+TPUPORT := ./target/release/tpuport
+DEMO_OUT := .cache/demo
+
 demo: fixtures build
-	./target/release/tpuport inspect $(FIX_LINK)/jax/mlp_b1/jit.mlir
+	@echo "== 1. doctor: which PJRT plugins and Python frameworks are here"
+	$(TPUPORT) doctor
+	@echo "== 2. inspect: what a PyTorch export holds, shapes bound for batch 8"
+	$(TPUPORT) inspect $(FIX_LINK)/torch/resnet50/dynamo.onnx --batch 8 --top 5
+	@echo "== 3. inspect: a torch.save checkpoint, read without executing the pickle"
+	$(TPUPORT) inspect $(FIX_LINK)/torch/gpt2/model.pt --top 3
+	@echo "== 4. run: a JAX transformer block on XLA:CPU through PJRT"
+	@mkdir -p $(DEMO_OUT)
+	$(TPUPORT) run $(FIX_LINK)/jax/encoder/jit.mlir --out $(DEMO_OUT) $$(for f in $$(ls -v $(FIX_LINK)/jax/encoder/inputs/arg*.npy); do echo --input $$f; done)
+	@echo "== 5. bench: latency percentiles and achieved FLOP/s"
+	$(TPUPORT) bench $(FIX_LINK)/jax/encoder/jit.mlir --iters 50
+	@echo "== 6. check: TPU-hostile patterns in a PyTorch training script (exit 1 = findings)"
+	$(TPUPORT) check examples/scripts/pytorch_resnet_ddp.py --statistics; test $$? -le 1
 
 bench: fixtures build
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)

@@ -22,6 +22,9 @@ impl EnvVars {
     pub const VIRTUAL_ENV: &'static str = "VIRTUAL_ENV";
     /// XDG base directory for caches.
     pub const XDG_CACHE_HOME: &'static str = "XDG_CACHE_HOME";
+    /// XLA/TSL log threshold read by the plugins (0 info, 1 warning, 2 error). The binary sets
+    /// it to 1 unless the user set it or asked for `-v`, so plugin INFO lines stay off stderr.
+    pub const TF_CPP_MIN_LOG_LEVEL: &'static str = "TF_CPP_MIN_LOG_LEVEL";
     /// Home directory (cache fallback, user site-packages).
     pub const HOME: &'static str = "HOME";
 }
