@@ -32,6 +32,8 @@ pub(crate) struct Checker<'a> {
     exprs: Vec<&'a Expr>,
     /// Spans of subscripts that are assignment targets.
     store_targets: HashSet<Span>,
+    /// Top-level lines of the file and the import insertion point, computed on first use.
+    import_site: std::cell::OnceCell<(HashSet<&'a str>, u32)>,
 }
 
 impl<'a> Checker<'a> {
@@ -50,6 +52,7 @@ impl<'a> Checker<'a> {
             stmts: Vec::new(),
             exprs: Vec::new(),
             store_targets: HashSet::new(),
+            import_site: std::cell::OnceCell::new(),
         }
     }
 
@@ -71,6 +74,11 @@ impl<'a> Checker<'a> {
     /// Whether the file imports `f`.
     pub(crate) fn uses(&self, f: Framework) -> bool {
         self.semantic.uses(f)
+    }
+
+    /// Whether `rule` runs (to skip costly fix construction).
+    pub(crate) fn enabled(&self, rule: crate::codes::Rule) -> bool {
+        self.rules.enabled(rule)
     }
 
     /// Inside the body of a training/eval step loop or step function, and not in a block that
@@ -118,7 +126,15 @@ impl<'a> Checker<'a> {
 
     /// An edit adding the top-level import `line` if it is missing.
     pub(crate) fn import_edit(&self, line: &str) -> Option<Edit> {
-        edits::add_import(self.source, self.module, line)
+        let (lines, offset) = self.import_site.get_or_init(|| {
+            let lines = self.source.lines().map(str::trim_end).collect();
+            (lines, edits::import_insertion_offset(self.source, self.module))
+        });
+        if lines.contains(line) {
+            return None;
+        }
+        let prefix = if *offset > 0 && !self.source[..*offset as usize].ends_with('\n') { "\n" } else { "" };
+        Some(Edit::insert(*offset, format!("{prefix}{line}\n")))
     }
 
     /// The source text of `span`.

@@ -141,11 +141,10 @@ pub fn check_file(path: &Path, opts: &CheckOptions) -> FileReport {
         .map(|rules| LintError::FixBrokeSyntax { path: path.to_owned(), rules });
     let changed = outcome.output != source;
     let diff = (opts.mode == FixMode::Diff && changed).then(|| crate::render::unified_diff(&source, &outcome.output, path));
-    if opts.mode == FixMode::Apply && changed {
-        if let Err(e) = crate::fs::write_atomic(path, &outcome.output) {
+    if opts.mode == FixMode::Apply && changed
+        && let Err(e) = crate::fs::write_atomic(path, &outcome.output) {
             error = Some(e);
         }
-    }
     let shown = if opts.mode == FixMode::Diff { source } else { outcome.output };
     let diagnostics = if opts.mode == FixMode::Diff {
         // In diff mode nothing is written: report what is left as findings of the original.

@@ -27,7 +27,7 @@ pub struct LintResult {
 /// Lints an already parsed module.
 #[must_use]
 pub fn lint_parsed(source: &str, parsed: &ParsedModule, rules: &RuleSet) -> LintResult {
-    let semantic = Semantic::build(parsed.module());
+    let semantic = Semantic::build(parsed.module(), source);
     let mut diagnostics = Checker::new(source, parsed, &semantic, rules).run();
     let noqa = NoqaMap::new(parsed);
     diagnostics.retain(|d| !noqa.suppresses(parsed.lines(), d));

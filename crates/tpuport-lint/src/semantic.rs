@@ -59,6 +59,10 @@ pub(crate) struct Semantic {
     pub(crate) dataloaders: HashSet<String>,
     /// Whether a `device` variable exists.
     pub(crate) has_device_var: bool,
+    /// Whether the text calls `.prefetch(` anywhere.
+    pub(crate) has_prefetch: bool,
+    /// Whether the text mentions `TPUStrategy`.
+    pub(crate) mentions_tpu_strategy: bool,
 }
 
 const TORCH_ROOTS: &[&str] = &["torch", "torchvision", "torchaudio", "torchtext", "lightning", "pytorch_lightning"];
@@ -68,8 +72,8 @@ const JAX_ROOTS: &[&str] = &["jax", "jaxlib", "flax", "optax", "orbax", "equinox
 impl Semantic {
     /// Builds the model for `module`.
     #[must_use]
-    pub(crate) fn build(module: &Module) -> Semantic {
-        let mut s = Semantic::default();
+    pub(crate) fn build(module: &Module, source: &str) -> Semantic {
+        let mut s = Semantic { has_prefetch: source.contains(".prefetch("), mentions_tpu_strategy: source.contains("TPUStrategy"), ..Semantic::default() };
         let mut imports = ImportCollector::default();
         imports.visit_body(&module.body);
         s.imports = imports.map;

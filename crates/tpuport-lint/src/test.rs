@@ -36,7 +36,7 @@ pub(crate) fn render_rule(rule: Rule, source: &str, name: &str) -> String {
         out.push_str(&render_diagnostic(name, source, &lines, d, opts));
         if let Some(fix) = &d.fix {
             let one = apply_fixes(source, std::slice::from_ref(d), Applicability::Unsafe);
-            let _ = writeln!(out, "{pad}   fix ({:?}):", fix.applicability, pad = "");
+            let _ = writeln!(out, "   fix ({:?}):", fix.applicability);
             if let Some(applied) = one {
                 let diff = similar::TextDiff::from_lines(source, &applied.output);
                 for hunk in diff.unified_diff().context_radius(1).iter_hunks() {

@@ -71,6 +71,7 @@ pub fn parse_module(source: &str) -> Result<ParsedModule, ParseError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::ast::{ExprKind, StmtKind};

@@ -88,6 +88,7 @@ fn to_u32(n: usize) -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

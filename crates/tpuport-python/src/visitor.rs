@@ -3,17 +3,17 @@
 use crate::ast::{Expr, ExprKind, Stmt, StmtKind};
 
 /// Override `visit_stmt` / `visit_expr`; call [`walk_stmt`] / [`walk_expr`] to descend.
-pub trait Visitor {
+pub trait Visitor<'a> {
     /// Called for each statement.
-    fn visit_stmt(&mut self, stmt: &Stmt) {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
         walk_stmt(self, stmt);
     }
     /// Called for each expression.
-    fn visit_expr(&mut self, expr: &Expr) {
+    fn visit_expr(&mut self, expr: &'a Expr) {
         walk_expr(self, expr);
     }
     /// Called for each body (a block of statements).
-    fn visit_body(&mut self, body: &[Stmt]) {
+    fn visit_body(&mut self, body: &'a [Stmt]) {
         for s in body {
             self.visit_stmt(s);
         }
@@ -21,7 +21,7 @@ pub trait Visitor {
 }
 
 /// Visits the children of `stmt`.
-pub fn walk_stmt<V: Visitor + ?Sized>(v: &mut V, stmt: &Stmt) {
+pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, stmt: &'a Stmt) {
     match &stmt.kind {
         StmtKind::FunctionDef(f) => {
             for d in &f.decorators {
@@ -126,7 +126,7 @@ pub fn walk_stmt<V: Visitor + ?Sized>(v: &mut V, stmt: &Stmt) {
 }
 
 /// Visits the children of `expr`.
-pub fn walk_expr<V: Visitor + ?Sized>(v: &mut V, expr: &Expr) {
+pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, expr: &'a Expr) {
     match &expr.kind {
         ExprKind::Attribute { value, .. } | ExprKind::Starred(value) => v.visit_expr(value),
         ExprKind::Call(c) => {

@@ -62,6 +62,7 @@ pub fn apply_fixes(source: &str, diagnostics: &[Diagnostic], threshold: Applicab
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use tpuport_python::Span;
 

@@ -149,7 +149,7 @@ pub fn port_source(source: &str, target: Target) -> Result<PortResult, tpuport_p
     let mut notes: Vec<Note> = Vec::new();
     let fix_rules = RuleSet::only(target.fix_rules());
     for _ in 0..MAX_PASSES {
-        let semantic = Semantic::build(parsed.module());
+        let semantic = Semantic::build(parsed.module(), &current);
         let ctx = Ctx { source: &current, parsed: &parsed, semantic: &semantic };
         let mut proposals = Vec::new();
         let mut pass_notes = Vec::new();

@@ -61,8 +61,8 @@ fn build_inside_scope(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<No
         if done {
             return;
         }
-        let build = body.iter().position(|s| is_model_build(s));
-        let compile = body.iter().position(|s| is_compile(s));
+        let build = body.iter().position(is_model_build);
+        let compile = body.iter().position(is_compile);
         match (build, compile) {
             (Some(i), Some(j)) if i <= j => {
                 let start = edits::line_start(ctx.source, body[i].span.start);

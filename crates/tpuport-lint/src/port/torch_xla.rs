@@ -67,15 +67,14 @@ fn sync_after_optimizer_step(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mu
                     || f.iter.as_name().is_some_and(|n| self.ctx.semantic.dataloaders.contains(n))
                     || f.iter.as_call().and_then(|c| c.args.first()).and_then(Expr::as_name).is_some_and(|n| self.ctx.semantic.dataloaders.contains(n));
                 let body_text = Span::new(s.span.start, s.span.end).slice(self.ctx.source);
-                if !loader_marks_step && !body_text.contains("torch_xla.sync()") && !body_text.contains("mark_step") {
-                    if let Some(step) = find_optimizer_step(&f.body) {
+                if !loader_marks_step && !body_text.contains("torch_xla.sync()") && !body_text.contains("mark_step")
+                    && let Some(step) = find_optimizer_step(&f.body) {
                         let indent = edits::indentation_at(self.ctx.source, step.span.start).to_owned();
                         let end = edits::line_end(self.ctx.source, step.span.end);
                         let mut v = vec![Edit::insert(end, format!("{indent}torch_xla.sync()\n"))];
                         v.extend(edits::add_import(self.ctx.source, self.ctx.parsed.module(), "import torch_xla"));
                         self.out.push(Proposal { edits: v, description: "step boundary: `torch_xla.sync()` after the optimizer step".to_owned() });
                     }
-                }
             }
             walk_stmt(self, s);
         }
@@ -169,14 +168,12 @@ fn xla_process_group(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<No
                     }
                     if self.ctx.semantic.resolves_to(&call.func, &["torch.distributed.init_process_group"])
                         && call.arg(0, "backend").and_then(Expr::as_str) == Some("xla")
-                    {
-                        if let Some(k) = call.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.name == "rank" || a.name == "world_size")) {
+                        && let Some(k) = call.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.name == "rank" || a.name == "world_size")) {
                             self.out.push(Proposal {
                                 edits: vec![edits::remove_argument(self.ctx.source, call, k.span)],
                                 description: "`init_process_group(\"xla\")`: rank and world size come from the XLA runtime".to_owned(),
                             });
                         }
-                    }
                 }
                 self.visit_stmt(s);
             }
@@ -188,12 +185,11 @@ fn xla_process_group(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<No
 
 /// Notes for launch code that has no safe rewrite.
 fn launcher_notes(ctx: &Ctx<'_>, _out: &mut Vec<Proposal>, notes: &mut Vec<Note>) {
-    if ctx.semantic.uses(crate::semantic::Framework::PyTorch) && ctx.source.contains("local_rank") {
-        if let Some(at) = ctx.source.find("local_rank") {
+    if ctx.semantic.uses(crate::semantic::Framework::PyTorch) && ctx.source.contains("local_rank")
+        && let Some(at) = ctx.source.find("local_rank") {
             notes.push(Note {
                 at: u32::try_from(at).unwrap_or(0),
                 message: "`local_rank` selects a CUDA device: under torch_xla use `torch_xla.runtime.local_ordinal()` where a rank is still needed".to_owned(),
             });
         }
-    }
 }

@@ -6,7 +6,9 @@ use anyhow::Context as _;
 use clap::Args;
 use tpuport_lint::files::{CheckOptions, FixMode, check_paths};
 use tpuport_lint::fix::Applicability;
-use tpuport_lint::render::{TextOptions, render_json, render_sarif, render_statistics, render_summary, render_text};
+use tpuport_lint::render::{
+    TextOptions, render_json, render_sarif, render_statistics, render_summary, render_text,
+};
 use tpuport_lint::{RuleSet, Selector, error_chain};
 
 use crate::cli::{Format, GlobalArgs};
@@ -44,7 +46,10 @@ pub(crate) struct CheckArgs {
 
 pub(crate) fn run(a: &CheckArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let parse = |v: &[String]| -> anyhow::Result<Vec<Selector>> {
-        v.iter().filter(|s| !s.trim().is_empty()).map(|s| Selector::parse(s).map_err(anyhow::Error::from)).collect()
+        v.iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| Selector::parse(s).map_err(anyhow::Error::from))
+            .collect()
     };
     let select = parse(&a.select).context("invalid --select")?;
     let ignore = parse(&a.ignore).context("invalid --ignore")?;

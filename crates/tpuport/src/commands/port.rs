@@ -77,12 +77,13 @@ pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<S
         };
         manual_total += result.manual.len();
         let changed = result.output != source;
-        if a.write && changed {
-            if let Err(e) = write_atomic(&path, &result.output) {
-                failed = true;
-                p.warn(&error_chain(&e));
-                continue;
-            }
+        if a.write
+            && changed
+            && let Err(e) = write_atomic(&path, &result.output)
+        {
+            failed = true;
+            p.warn(&error_chain(&e));
+            continue;
         }
         match g.format {
             Format::Json | Format::Sarif => json_files.push(serde_json::json!({

@@ -47,7 +47,7 @@ impl Violation for KerasSaveLocalPath {
 }
 
 pub(crate) fn check(checker: &mut Checker, call: &Call) {
-    if !checker.uses(Framework::TensorFlow) || !checker.source.contains("TPUStrategy") {
+    if !checker.uses(Framework::TensorFlow) || !checker.semantic.mentions_tpu_strategy {
         return;
     }
     let is_save = matches!(method(call), Some((_, "save" | "save_weights"))) || call.func.last_name() == Some("ModelCheckpoint");

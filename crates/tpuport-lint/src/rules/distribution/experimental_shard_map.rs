@@ -64,11 +64,10 @@ pub(crate) fn check_stmt(checker: &mut Checker, stmt: &Stmt) {
         }
         _ => None,
     };
-    if let Some(d) = checker.report(&ExperimentalShardMap {}, stmt.span) {
-        if let Some(f) = fix {
+    if let Some(d) = checker.report(&ExperimentalShardMap {}, stmt.span)
+        && let Some(f) = fix {
             d.set_fix(f);
         }
-    }
 }
 
 pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
@@ -79,11 +78,10 @@ pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
         return;
     }
     let fix = expr.dotted().filter(|d| d.starts_with("jax.experimental.shard_map.")).map(|_| Fix::unsafe_(vec![Edit::replace(expr.span, "jax.shard_map")]));
-    if let Some(d) = checker.report(&ExperimentalShardMap {}, expr.span) {
-        if let Some(f) = fix {
+    if let Some(d) = checker.report(&ExperimentalShardMap {}, expr.span)
+        && let Some(f) = fix {
             d.set_fix(f);
         }
-    }
 }
 
 /// Positional `shard_map(f, mesh, in_specs, out_specs)` → keywords, for the new API.

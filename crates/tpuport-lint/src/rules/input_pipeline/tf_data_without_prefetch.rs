@@ -48,7 +48,7 @@ impl Violation for TfDataWithoutPrefetch {
 }
 
 pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
-    if !checker.uses(Framework::TensorFlow) || checker.source.contains(".prefetch(") {
+    if !checker.uses(Framework::TensorFlow) || checker.semantic.has_prefetch {
         return;
     }
     let Some((recv, "batch" | "padded_batch")) = method(call) else { return };
@@ -58,9 +58,8 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
     // Only the outermost call of a chain: `ds.batch(n).map(f)` is flagged at `.batch`.
     let fix = checker.semantic.binding("tf") == Some("tensorflow");
     let Some(span) = crate::rules::helpers::method_span(call) else { return };
-    if let Some(d) = checker.report(&TfDataWithoutPrefetch {}, span) {
-        if fix {
+    if let Some(d) = checker.report(&TfDataWithoutPrefetch {}, span)
+        && fix {
             d.set_fix(Fix::safe(vec![Edit::insert(expr.span.end, ".prefetch(tf.data.AUTOTUNE)")]));
         }
-    }
 }

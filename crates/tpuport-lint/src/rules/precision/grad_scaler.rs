@@ -62,6 +62,9 @@ impl Violation for GradScaler {
 const SCALERS: &[&str] = &["torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"];
 
 pub(crate) fn check_stmt(checker: &mut Checker, stmt: &Stmt) {
+    if !checker.enabled(crate::codes::Rule::GradScaler) {
+        return;
+    }
     let StmtKind::Assign { targets, value } = &stmt.kind else { return };
     let Some(call) = value.as_call() else { return };
     if !checker.semantic.resolves_to(&call.func, SCALERS) {
@@ -71,11 +74,10 @@ pub(crate) fn check_stmt(checker: &mut Checker, stmt: &Stmt) {
         [t] => t.as_name().and_then(|name| rewrite_uses(checker, name, stmt)),
         _ => None,
     };
-    if let Some(d) = checker.report(&GradScaler {}, call.func.span) {
-        if let Some(f) = fix {
+    if let Some(d) = checker.report(&GradScaler {}, call.func.span)
+        && let Some(f) = fix {
             d.set_fix(f);
         }
-    }
 }
 
 /// Builds the removal of the scaler `name` assigned in `def`, or `None` if some use is not

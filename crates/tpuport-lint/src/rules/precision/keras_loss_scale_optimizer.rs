@@ -50,9 +50,8 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
         return;
     }
     let fix = call.arg(0, "inner_optimizer").map(|inner| Edit::replace(Span::new(expr.span.start, expr.span.end), checker.text(inner.span)));
-    if let Some(d) = checker.report(&KerasLossScaleOptimizer {}, call.func.span) {
-        if let Some(e) = fix {
+    if let Some(d) = checker.report(&KerasLossScaleOptimizer {}, call.func.span)
+        && let Some(e) = fix {
             d.set_fix(Fix::unsafe_(vec![e]));
         }
-    }
 }
