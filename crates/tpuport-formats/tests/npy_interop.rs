@@ -11,10 +11,7 @@ use tpuport_formats::npy::{read_npy, read_npz, write_npy, write_npz};
 use tpuport_model::{DType, HostTensor};
 
 fn python() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let p = root.join(".venv/bin/python");
-    assert!(p.exists(), "python venv missing at {}: run `make venv`", p.display());
-    p
+    tpuport_testkit::python()
 }
 
 fn run_py(code: &str, args: &[&Path]) -> String {

@@ -21,9 +21,8 @@ use tpuport_model::{Framework, Graph, Model, Shape, TensorType, ValueKind};
 const MODELS: [&str; 5] = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "gpt2"];
 
 fn root() -> PathBuf {
-    std::env::var_os("TPUPORT_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"))
+    let torch = tpuport_testkit::fixtures("torch");
+    torch.parent().map(std::path::Path::to_path_buf).unwrap_or(torch)
 }
 
 fn fixture(model: &str, exporter: &str) -> (PathBuf, serde_json::Value) {

@@ -10,13 +10,7 @@ use tpuport_formats::{ImportOptions, Limits, open};
 use tpuport_model::{DType, ModelFormat, NoteLevel, TensorType};
 
 fn jax_fixtures() -> PathBuf {
-    let root = std::env::var_os("TPUPORT_FIXTURES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"),
-        PathBuf::from,
-    );
-    let jax = root.join("jax");
-    assert!(jax.is_dir(), "fixtures missing: run `make fixtures` (looked in {})", jax.display());
-    jax
+    tpuport_testkit::fixtures("jax")
 }
 
 fn fixture_dirs() -> Vec<PathBuf> {

@@ -9,16 +9,8 @@ use std::path::{Path, PathBuf};
 use tpuport_formats::{ImportOptions, torch};
 
 fn fixtures() -> PathBuf {
-    let dir = std::env::var_os("TPUPORT_FIXTURES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"),
-        PathBuf::from,
-    );
-    assert!(
-        dir.join("torch").is_dir(),
-        "fixtures missing: run `make fixtures` (looked in {})",
-        dir.display()
-    );
-    dir
+    let torch = tpuport_testkit::fixtures("torch");
+    torch.parent().map(Path::to_path_buf).unwrap_or(torch)
 }
 
 #[test]

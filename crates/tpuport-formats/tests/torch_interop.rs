@@ -13,10 +13,7 @@ use tpuport_formats::{ImportOptions, Limits};
 use tpuport_model::{DType, ModelFormat};
 
 fn python() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let p = root.join(".venv/bin/python");
-    assert!(p.exists(), "python venv missing at {}: run `make venv`", p.display());
-    p
+    tpuport_testkit::python()
 }
 
 fn run_py(code: &str, dir: &Path) -> serde_json::Value {

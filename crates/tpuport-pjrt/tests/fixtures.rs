@@ -13,11 +13,7 @@ use tpuport_model::DType;
 use tpuport_pjrt::{CompileOptions, Program};
 
 fn jax_fixtures() -> PathBuf {
-    let root = std::env::var_os("TPUPORT_FIXTURES")
-        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"), PathBuf::from);
-    let jax = root.join("jax");
-    assert!(jax.join("mlp_b1").is_dir(), "fixtures missing: run `make fixtures` ({})", root.display());
-    jax
+    tpuport_testkit::fixtures("jax")
 }
 
 /// Reads a fixture tensor; `*_bf16` fixtures store bf16 bit patterns as uint16 (meta.json).

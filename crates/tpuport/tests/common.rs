@@ -1,6 +1,6 @@
 //! Shared helpers for the binary's integration tests.
 
-#![allow(dead_code, reason = "each test file uses a subset")]
+#![allow(dead_code, unreachable_pub, reason = "each test file uses a subset; pub within a test crate")]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::{Path, PathBuf};
@@ -9,23 +9,15 @@ use std::process::Command;
 /// The generated fixture set: `$TPUPORT_FIXTURES`, else `<repo>/.cache/fixtures`. Panics with
 /// the command to run when it is missing: tests never skip silently.
 pub fn fixtures() -> PathBuf {
-    let p = std::env::var_os("TPUPORT_FIXTURES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"),
-        PathBuf::from,
-    );
-    assert!(
-        p.join("torch").is_dir() && p.join("jax").is_dir(),
-        "fixtures missing: run `make fixtures` ({})",
-        p.display()
-    );
-    p
+    let torch = tpuport_testkit::fixtures("torch");
+    let root = torch.parent().map(Path::to_path_buf).unwrap_or(torch);
+    let _ = tpuport_testkit::fixtures("jax");
+    root
 }
 
 /// Reads a fixture's `meta.json`.
 pub fn meta(dir: &Path) -> serde_json::Value {
-    let p = dir.join("meta.json");
-    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&s).unwrap()
+    tpuport_testkit::meta(dir)
 }
 
 /// Output of one tpuport run.
@@ -64,15 +56,12 @@ pub fn inspect_json(path: &Path, extra: &[&str]) -> serde_json::Value {
 
 /// The venv's python, for tests that build inputs with real Python packages.
 pub fn python() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(p.exists(), "project venv missing: run `make venv`");
-    p
+    tpuport_testkit::python()
 }
 
 /// Runs a Python snippet with the venv's python, panicking with its stderr on failure.
 pub fn run_python(code: &str) {
-    let o = Command::new(python()).arg("-c").arg(code).output().unwrap();
-    assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
+    let _ = tpuport_testkit::run_python::<&str>(code, &[]);
 }
 
 /// Runs tpuport with `args` under the venv's python and returns its exit code and peak

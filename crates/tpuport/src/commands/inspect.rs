@@ -277,7 +277,7 @@ mod tests {
         m.metadata.ir_version = Some(8);
         m.metadata.opsets = vec![(String::new(), 17)];
         let mut g = Graph { name: "main".into(), ..Graph::default() };
-        let mut weight = |g: &mut Graph, m: &mut Model, name: &str, shape: Vec<u64>, fill: u8| {
+        let weight = |g: &mut Graph, m: &mut Model, name: &str, shape: Vec<u64>, fill: u8| {
             let n = usize::try_from(shape.iter().product::<u64>()).unwrap() * 4;
             let id = m.weights.push(Weight {
                 name: name.into(),
@@ -298,7 +298,7 @@ mod tests {
         let _copy = weight(&mut g, &mut m, "fc.weight.copy", vec![64, 32], 3);
         let _s = weight(&mut g, &mut m, "scale", vec![], 4);
         let ty = |s: &str| TensorType::new(DType::F32, Shape::parse_dims(s));
-        let mut val = |g: &mut Graph, name: &str, t: TensorType, kind| {
+        let val = |g: &mut Graph, name: &str, t: TensorType, kind| {
             g.add_value(Value { name: name.into(), ty: t, kind, producer: None })
         };
         let x = val(&mut g, "input", ty("batchx3x8x8"), ValueKind::Input);

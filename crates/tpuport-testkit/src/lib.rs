@@ -1,0 +1,63 @@
+//! Test-only helpers shared by the crates' integration tests (a dev-dependency only).
+//!
+//! Tests never skip: when the generated fixtures or the project venv are missing, these
+//! helpers panic with the `make` target that provides them.
+
+#![allow(clippy::missing_panics_doc, reason = "panicking with the fix is the point")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Environment variable naming the fixture set (set by `make`).
+pub const TPUPORT_FIXTURES: &str = "TPUPORT_FIXTURES";
+
+/// The repository root.
+#[must_use]
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The generated fixture set: `$TPUPORT_FIXTURES`, else `<repo>/.cache/fixtures`, with `sub`
+/// (e.g. `"torch"`, `"jax"`) required to exist.
+#[must_use]
+pub fn fixtures(sub: &str) -> PathBuf {
+    let root = std::env::var_os(TPUPORT_FIXTURES)
+        .map_or_else(|| repo_root().join(".cache/fixtures"), PathBuf::from);
+    let dir = root.join(sub);
+    assert!(dir.is_dir(), "fixtures missing: run `make fixtures` (looked in {})", dir.display());
+    dir
+}
+
+/// A fixture directory's `meta.json`.
+#[must_use]
+pub fn meta(dir: &Path) -> serde_json::Value {
+    let p = dir.join("meta.json");
+    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The project venv's python.
+#[must_use]
+pub fn python() -> PathBuf {
+    let p = repo_root().join(".venv/bin/python");
+    assert!(p.exists(), "python venv missing at {}: run `make venv`", p.display());
+    p
+}
+
+/// Runs `python -c code args…` with the venv's python; panics with its output on failure.
+#[must_use]
+pub fn run_python<S: AsRef<std::ffi::OsStr>>(code: &str, args: &[S]) -> Output {
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running python: {e}"));
+    assert!(
+        out.status.success(),
+        "python failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
