@@ -337,9 +337,9 @@ const BUFFER_SUFFIXES: &[&str] = &[
 ];
 
 fn is_buffer(name: &str) -> bool {
-    BUFFER_SUFFIXES.iter().any(|s| {
-        name.strip_suffix(s).is_some_and(|head| head.is_empty() || head.ends_with('.'))
-    })
+    BUFFER_SUFFIXES
+        .iter()
+        .any(|s| name.strip_suffix(s).is_some_and(|head| head.is_empty() || head.ends_with('.')))
 }
 
 fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOptions) -> Params {

@@ -3,7 +3,9 @@
 use tpuport_python::ast::{Expr, ExprKind, Stmt};
 
 use crate::checker::Checker;
-use crate::rules::{checkpointing, cuda, distribution, host_sync, input_pipeline, jax, precision, recompilation};
+use crate::rules::{
+    checkpointing, cuda, distribution, host_sync, input_pipeline, jax, precision, recompilation,
+};
 
 /// Rules that look at statements.
 pub(crate) fn statement(checker: &mut Checker, stmt: &Stmt) {

@@ -37,7 +37,12 @@ pub(crate) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    pub(crate) fn new(source: &'a str, parsed: &'a ParsedModule, semantic: &'a Semantic, rules: &'a RuleSet) -> Self {
+    pub(crate) fn new(
+        source: &'a str,
+        parsed: &'a ParsedModule,
+        semantic: &'a Semantic,
+        rules: &'a RuleSet,
+    ) -> Self {
         Checker {
             source,
             module: parsed.module(),
@@ -63,11 +68,21 @@ impl<'a> Checker<'a> {
     }
 
     /// Reports `v` at `span` when its rule is enabled; returns the diagnostic to attach a fix.
-    pub(crate) fn report<V: Violation + AsRule>(&mut self, v: &V, span: Span) -> Option<&mut Diagnostic> {
+    pub(crate) fn report<V: Violation + AsRule>(
+        &mut self,
+        v: &V,
+        span: Span,
+    ) -> Option<&mut Diagnostic> {
         if !self.rules.enabled(V::RULE) {
             return None;
         }
-        self.diagnostics.push(Diagnostic { rule: V::RULE, message: v.message(), help: v.fix_title(), span, fix: None });
+        self.diagnostics.push(Diagnostic {
+            rule: V::RULE,
+            message: v.message(),
+            help: v.fix_title(),
+            span,
+            fix: None,
+        });
         self.diagnostics.last_mut()
     }
 
@@ -133,7 +148,8 @@ impl<'a> Checker<'a> {
         if lines.contains(line) {
             return None;
         }
-        let prefix = if *offset > 0 && !self.source[..*offset as usize].ends_with('\n') { "\n" } else { "" };
+        let prefix =
+            if *offset > 0 && !self.source[..*offset as usize].ends_with('\n') { "\n" } else { "" };
         Some(Edit::insert(*offset, format!("{prefix}{line}\n")))
     }
 
@@ -159,7 +175,9 @@ impl<'a> Checker<'a> {
     fn walk_stmt(&mut self, stmt: &'a Stmt) {
         self.stmts.push(stmt);
         match &stmt.kind {
-            StmtKind::Assign { targets, .. } => self.store_targets.extend(targets.iter().map(|t| t.span)),
+            StmtKind::Assign { targets, .. } => {
+                self.store_targets.extend(targets.iter().map(|t| t.span))
+            }
             StmtKind::AugAssign { target, .. } | StmtKind::AnnAssign { target, .. } => {
                 self.store_targets.insert(target.span);
             }
@@ -175,8 +193,12 @@ impl<'a> Checker<'a> {
                 self.throttled = 0;
                 self.loop_depth = 0;
                 self.jit = self.semantic.jitted.get(&f.name.name).map(|info| {
-                    let params =
-                        f.params.iter().map(|p| p.name.name.clone()).filter(|n| !info.static_params.contains(n) && n != "self").collect();
+                    let params = f
+                        .params
+                        .iter()
+                        .map(|p| p.name.name.clone())
+                        .filter(|n| !info.static_params.contains(n) && n != "self")
+                        .collect();
                     (info, params)
                 });
                 self.walk_body(&f.body);

@@ -200,7 +200,10 @@ impl Rule {
     #[must_use]
     pub fn family(self) -> Family {
         let code = self.code();
-        Family::ALL.into_iter().find(|f| code.starts_with(f.prefix())).unwrap_or(Family::Recompilation)
+        Family::ALL
+            .into_iter()
+            .find(|f| code.starts_with(f.prefix()))
+            .unwrap_or(Family::Recompilation)
     }
 
     /// The user documentation (Markdown), from the violation's doc comment.

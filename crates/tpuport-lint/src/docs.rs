@@ -30,7 +30,15 @@ fn rule_fix_note(rule: Rule) -> &'static str {
     let doc = rule.doc();
     let section = doc.split("## Fix safety").nth(1).unwrap_or("");
     let first = section.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    if first.starts_with("There is no fix") { "Fix: none" } else if first.contains("unsafe") { "Fix: unsafe" } else if first.contains("display") { "Fix: display-only" } else { "Fix: safe" }
+    if first.starts_with("There is no fix") {
+        "Fix: none"
+    } else if first.contains("unsafe") {
+        "Fix: unsafe"
+    } else if first.contains("display") {
+        "Fix: display-only"
+    } else {
+        "Fix: safe"
+    }
 }
 
 /// The index page.

@@ -56,6 +56,8 @@ pub enum LintError {
         source: ignore::Error,
     },
     /// `--select` / `--ignore` named no rule.
-    #[error("unknown rule selector `{0}` (expected a code like TPU201, a prefix like TPU2, or ALL)")]
+    #[error(
+        "unknown rule selector `{0}` (expected a code like TPU201, a prefix like TPU2, or ALL)"
+    )]
     UnknownSelector(String),
 }

@@ -28,6 +28,9 @@ impl CodeRegistry for LintCodes {
         Rule::from_code(code).map(rule_page)
     }
     fn list(&self) -> Vec<(String, String)> {
-        Rule::ALL.iter().map(|r| (r.code().to_owned(), format!("{} — {}", r.name(), r.summary()))).collect()
+        Rule::ALL
+            .iter()
+            .map(|r| (r.code().to_owned(), format!("{} — {}", r.name(), r.summary())))
+            .collect()
     }
 }

@@ -20,12 +20,18 @@ pub fn collect_python_files(paths: &[PathBuf]) -> Vec<Result<PathBuf, LintError>
     let mut out = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let walker = ignore::WalkBuilder::new(path).hidden(true).git_ignore(true).require_git(false).build();
+            let walker = ignore::WalkBuilder::new(path)
+                .hidden(true)
+                .git_ignore(true)
+                .require_git(false)
+                .build();
             for entry in walker {
                 match entry {
                     Ok(e) => {
                         let p = e.path();
-                        if e.file_type().is_some_and(|t| t.is_file()) && p.extension().is_some_and(|x| x == "py" || x == "pyi") {
+                        if e.file_type().is_some_and(|t| t.is_file())
+                            && p.extension().is_some_and(|x| x == "py" || x == "pyi")
+                        {
                             out.push(Ok(p.to_path_buf()));
                         }
                     }
@@ -106,7 +112,8 @@ impl FileReport {
 /// # Errors
 /// When the file cannot be read or is not UTF-8.
 pub fn read_source(path: &Path) -> Result<String, LintError> {
-    let bytes = std::fs::read(path).map_err(|source| LintError::Read { path: path.to_owned(), source })?;
+    let bytes =
+        std::fs::read(path).map_err(|source| LintError::Read { path: path.to_owned(), source })?;
     String::from_utf8(bytes).map_err(|_| LintError::NotUtf8 { path: path.to_owned() })
 }
 
@@ -140,15 +147,20 @@ pub fn check_file(path: &Path, opts: &CheckOptions) -> FileReport {
         .syntax_error
         .map(|rules| LintError::FixBrokeSyntax { path: path.to_owned(), rules });
     let changed = outcome.output != source;
-    let diff = (opts.mode == FixMode::Diff && changed).then(|| crate::render::unified_diff(&source, &outcome.output, path));
-    if opts.mode == FixMode::Apply && changed
-        && let Err(e) = crate::fs::write_atomic(path, &outcome.output) {
-            error = Some(e);
-        }
+    let diff = (opts.mode == FixMode::Diff && changed)
+        .then(|| crate::render::unified_diff(&source, &outcome.output, path));
+    if opts.mode == FixMode::Apply
+        && changed
+        && let Err(e) = crate::fs::write_atomic(path, &outcome.output)
+    {
+        error = Some(e);
+    }
     let shown = if opts.mode == FixMode::Diff { source } else { outcome.output };
     let diagnostics = if opts.mode == FixMode::Diff {
         // In diff mode nothing is written: report what is left as findings of the original.
-        lint_source(&shown, &opts.rules).map(|r| r.diagnostics).unwrap_or_default()
+        lint_source(&shown, &opts.rules)
+            .map(|r| r.diagnostics)
+            .unwrap_or_default()
             .into_iter()
             .filter(|d| !d.fix.as_ref().is_some_and(|f| f.applies(opts.threshold)))
             .collect()

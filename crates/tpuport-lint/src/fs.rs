@@ -17,7 +17,11 @@ pub fn write_atomic(path: &Path, contents: &str) -> Result<(), LintError> {
         _ => Path::new("."),
     };
     let perms = std::fs::metadata(path).map(|m| m.permissions()).ok();
-    let mut tmp = tempfile::Builder::new().prefix(".tpuport-").suffix(".tmp").tempfile_in(dir).map_err(err)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tpuport-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(err)?;
     tmp.write_all(contents.as_bytes()).map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
     if let Some(p) = perms {

@@ -65,7 +65,11 @@ pub struct FixOutcome {
 ///
 /// # Errors
 /// When `source` itself is not valid Python.
-pub fn lint_fix(source: &str, rules: &RuleSet, threshold: Applicability) -> Result<FixOutcome, ParseError> {
+pub fn lint_fix(
+    source: &str,
+    rules: &RuleSet,
+    threshold: Applicability,
+) -> Result<FixOutcome, ParseError> {
     let mut current = source.to_owned();
     let mut parsed = parse_module(&current)?;
     let mut fixed: BTreeMap<Rule, usize> = BTreeMap::new();

@@ -34,7 +34,9 @@ impl NoqaMap {
         let last = lines.line_of(d.span.end.saturating_sub(1).max(d.span.start));
         [first, last].iter().any(|l| match self.0.get(l) {
             Some(Directive::All) => true,
-            Some(Directive::Codes(codes)) => codes.iter().any(|c| c.eq_ignore_ascii_case(d.rule.code())),
+            Some(Directive::Codes(codes)) => {
+                codes.iter().any(|c| c.eq_ignore_ascii_case(d.rule.code()))
+            }
             None => false,
         })
     }
@@ -75,8 +77,14 @@ mod tests {
     #[test]
     fn directives() {
         assert_eq!(parse_directive("# noqa"), Some(Directive::All));
-        assert_eq!(parse_directive("#noqa: TPU201, TPU202"), Some(Directive::Codes(vec!["TPU201".into(), "TPU202".into()])));
-        assert_eq!(parse_directive("# type: int  # noqa:TPU301 explained"), Some(Directive::Codes(vec!["TPU301".into()])));
+        assert_eq!(
+            parse_directive("#noqa: TPU201, TPU202"),
+            Some(Directive::Codes(vec!["TPU201".into(), "TPU202".into()]))
+        );
+        assert_eq!(
+            parse_directive("# type: int  # noqa:TPU301 explained"),
+            Some(Directive::Codes(vec!["TPU301".into()]))
+        );
         assert_eq!(parse_directive("# a note about noqa"), None);
     }
 }

@@ -65,7 +65,8 @@ pub(crate) struct Semantic {
     pub(crate) mentions_tpu_strategy: bool,
 }
 
-const TORCH_ROOTS: &[&str] = &["torch", "torchvision", "torchaudio", "torchtext", "lightning", "pytorch_lightning"];
+const TORCH_ROOTS: &[&str] =
+    &["torch", "torchvision", "torchaudio", "torchtext", "lightning", "pytorch_lightning"];
 const TF_ROOTS: &[&str] = &["tensorflow", "keras", "tf_keras"];
 const JAX_ROOTS: &[&str] = &["jax", "jaxlib", "flax", "optax", "orbax", "equinox", "haiku"];
 
@@ -73,7 +74,11 @@ impl Semantic {
     /// Builds the model for `module`.
     #[must_use]
     pub(crate) fn build(module: &Module, source: &str) -> Semantic {
-        let mut s = Semantic { has_prefetch: source.contains(".prefetch("), mentions_tpu_strategy: source.contains("TPUStrategy"), ..Semantic::default() };
+        let mut s = Semantic {
+            has_prefetch: source.contains(".prefetch("),
+            mentions_tpu_strategy: source.contains("TPUStrategy"),
+            ..Semantic::default()
+        };
         let mut imports = ImportCollector::default();
         imports.visit_body(&module.body);
         s.imports = imports.map;
@@ -166,7 +171,10 @@ impl Semantic {
             let recv = value.last_name().unwrap_or("").to_ascii_lowercase();
             match attr.name.as_str() {
                 "backward" => return true,
-                "step" => return (recv.contains("opt") || recv.contains("scaler")) && !recv.contains("sched"),
+                "step" => {
+                    return (recv.contains("opt") || recv.contains("scaler"))
+                        && !recv.contains("sched");
+                }
                 "apply_gradients" | "train_on_batch" | "minimize" => return true,
                 "gradient" if recv.contains("tape") => return true,
                 "run" if recv.contains("strategy") => return true,
@@ -187,7 +195,9 @@ impl Semantic {
         match func.last_name() {
             Some(n) => {
                 (func.as_name().is_some() || func.root_name() == Some("self"))
-                    && (self.jitted.contains_key(n) || self.step_functions.contains(n) || is_step_name(n))
+                    && (self.jitted.contains_key(n)
+                        || self.step_functions.contains(n)
+                        || is_step_name(n))
             }
             None => false,
         }
@@ -212,7 +222,9 @@ impl Semantic {
             ExprKind::Subscript { value, .. } => self.is_tensor_expr(value, extra),
             ExprKind::Call(call) => {
                 if let ExprKind::Attribute { value, attr } = &call.func.kind {
-                    if HOST_METHODS.contains(&attr.name.as_str()) || STATIC_ATTRS.contains(&attr.name.as_str()) {
+                    if HOST_METHODS.contains(&attr.name.as_str())
+                        || STATIC_ATTRS.contains(&attr.name.as_str())
+                    {
                         return false;
                     }
                     if self.is_tensor_expr(value, extra) {
@@ -221,11 +233,21 @@ impl Semantic {
                 }
                 self.is_tensor_library_call(call)
             }
-            ExprKind::BinOp { left, right, .. } => self.is_tensor_expr(left, extra) || self.is_tensor_expr(right, extra),
+            ExprKind::BinOp { left, right, .. } => {
+                self.is_tensor_expr(left, extra) || self.is_tensor_expr(right, extra)
+            }
             ExprKind::UnaryOp { operand, .. } => self.is_tensor_expr(operand, extra),
             ExprKind::Compare { left, ops, comparators } => {
-                ops.iter().all(|o| !matches!(o, tpuport_python::ast::CmpOp::Is | tpuport_python::ast::CmpOp::IsNot | tpuport_python::ast::CmpOp::In | tpuport_python::ast::CmpOp::NotIn))
-                    && (self.is_tensor_expr(left, extra) || comparators.iter().any(|c| self.is_tensor_expr(c, extra)))
+                ops.iter().all(|o| {
+                    !matches!(
+                        o,
+                        tpuport_python::ast::CmpOp::Is
+                            | tpuport_python::ast::CmpOp::IsNot
+                            | tpuport_python::ast::CmpOp::In
+                            | tpuport_python::ast::CmpOp::NotIn
+                    )
+                }) && (self.is_tensor_expr(left, extra)
+                    || comparators.iter().any(|c| self.is_tensor_expr(c, extra)))
             }
             ExprKind::BoolOp { values, .. } => values.iter().any(|v| self.is_tensor_expr(v, extra)),
             _ => false,
@@ -234,14 +256,30 @@ impl Semantic {
 }
 
 /// Attributes that are static metadata, not device values.
-const STATIC_ATTRS: &[&str] = &["shape", "ndim", "dtype", "device", "size", "dim", "numel", "is_cuda", "requires_grad", "sharding", "nbytes"];
+const STATIC_ATTRS: &[&str] = &[
+    "shape",
+    "ndim",
+    "dtype",
+    "device",
+    "size",
+    "dim",
+    "numel",
+    "is_cuda",
+    "requires_grad",
+    "sharding",
+    "nbytes",
+];
 /// Methods that already return a host value.
 const HOST_METHODS: &[&str] = &["item", "tolist", "numpy", "cpu", "__len__"];
 
 /// Whether a function name reads like a step function (`train_step`, `p_train_step`, `eval_step`).
 pub(crate) fn is_step_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    n.ends_with("_step") || n == "train_step" || n.ends_with("train_step") || n == "step_fn" || n.ends_with("_step_fn")
+    n.ends_with("_step")
+        || n == "train_step"
+        || n.ends_with("train_step")
+        || n == "step_fn"
+        || n.ends_with("_step_fn")
 }
 
 #[derive(Default)]
@@ -281,7 +319,14 @@ struct DefCollector<'s> {
     sem: &'s mut Semantic,
 }
 
-const JIT_NAMES: &[&str] = &["jax.jit", "jax.pmap", "flax.nnx.jit", "equinox.filter_jit", "tensorflow.function", "torch_xla.compile"];
+const JIT_NAMES: &[&str] = &[
+    "jax.jit",
+    "jax.pmap",
+    "flax.nnx.jit",
+    "equinox.filter_jit",
+    "tensorflow.function",
+    "torch_xla.compile",
+];
 
 impl DefCollector<'_> {
     /// `jax.jit`, `partial(jax.jit, ...)` or `jax.jit(...)` used as a decorator.
@@ -289,7 +334,12 @@ impl DefCollector<'_> {
         if let Some(q) = self.sem.qualified_name(d)
             && JIT_NAMES.contains(&q.as_str())
         {
-            return Some(JitInfo { site: d.span, transform: q, donates: false, static_params: HashSet::new() });
+            return Some(JitInfo {
+                site: d.span,
+                transform: q,
+                donates: false,
+                static_params: HashSet::new(),
+            });
         }
         let call = d.as_call()?;
         let (transform, opts) = if self.sem.resolves_to(&call.func, &["functools.partial"]) {
@@ -301,7 +351,12 @@ impl DefCollector<'_> {
         if !JIT_NAMES.contains(&transform.as_str()) {
             return None;
         }
-        Some(JitInfo { site: d.span, transform, donates: donates(opts), static_params: static_params(opts, Some(f)) })
+        Some(JitInfo {
+            site: d.span,
+            transform,
+            donates: donates(opts),
+            static_params: static_params(opts, Some(f)),
+        })
     }
 }
 
@@ -350,12 +405,16 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match &stmt.kind {
             StmtKind::FunctionDef(f) => {
-                if let Some(info) = f.decorators.iter().find_map(|d| self.jit_from_decorator(d, f)) {
+                if let Some(info) = f.decorators.iter().find_map(|d| self.jit_from_decorator(d, f))
+                {
                     self.sem.jitted.insert(f.name.name.clone(), info);
                 }
-                let mut finder = StepCallFinder { sem: self.sem, found: false, descend_loops: false };
+                let mut finder =
+                    StepCallFinder { sem: self.sem, found: false, descend_loops: false };
                 finder.visit_body(&f.body);
-                if finder.found || (is_step_name(&f.name.name) && self.sem.jitted.contains_key(&f.name.name)) {
+                if finder.found
+                    || (is_step_name(&f.name.name) && self.sem.jitted.contains_key(&f.name.name))
+                {
                     self.sem.step_functions.insert(f.name.name.clone());
                 }
                 if f.params.iter().any(|p| p.name.name == "device") {
@@ -371,11 +430,19 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                         for n in &names {
                             self.sem.jitted.insert(
                                 (*n).to_owned(),
-                                JitInfo { site: value.span, transform: q.clone(), donates: donates(call), static_params: HashSet::new() },
+                                JitInfo {
+                                    site: value.span,
+                                    transform: q.clone(),
+                                    donates: donates(call),
+                                    static_params: HashSet::new(),
+                                },
                             );
                         }
                     }
-                    if self.sem.resolves_to(&call.func, &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"]) {
+                    if self.sem.resolves_to(
+                        &call.func,
+                        &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"],
+                    ) {
                         self.sem.dataloaders.extend(names.iter().map(|n| (*n).to_owned()));
                     }
                 }
@@ -474,10 +541,13 @@ impl TensorCollector<'_> {
     fn value_is_tensor(&self, value: &Expr) -> bool {
         if let Some(call) = value.as_call() {
             let name = call.func.last_name().unwrap_or("").to_ascii_lowercase();
-            let modelish = ["model", "net", "criterion", "loss", "forward", "apply_fn", "encoder", "decoder"]
-                .iter()
-                .any(|k| name.contains(k));
-            let jitted = call.func.last_name().is_some_and(|n| self.sem.jitted.contains_key(n) || self.sem.step_functions.contains(n));
+            let modelish =
+                ["model", "net", "criterion", "loss", "forward", "apply_fn", "encoder", "decoder"]
+                    .iter()
+                    .any(|k| name.contains(k));
+            let jitted = call.func.last_name().is_some_and(|n| {
+                self.sem.jitted.contains_key(n) || self.sem.step_functions.contains(n)
+            });
             if (modelish && !name.contains("load") && !name.contains("save")) || jitted {
                 return true;
             }
@@ -492,12 +562,19 @@ impl<'a> Visitor<'a> for TensorCollector<'_> {
             StmtKind::Assign { targets, value } if self.value_is_tensor(value) => {
                 targets.iter().for_each(|t| self.add_target(t));
             }
-            StmtKind::AugAssign { target, value } if self.value_is_tensor(value) => self.add_target(target),
+            StmtKind::AugAssign { target, value } if self.value_is_tensor(value) => {
+                self.add_target(target)
+            }
             StmtKind::For(f) if self.sem.step_loops.contains(&stmt.span) => {
-                let iter_is_range = f.iter.as_call().is_some_and(|c| c.func.as_name() == Some("range"));
+                let iter_is_range =
+                    f.iter.as_call().is_some_and(|c| c.func.as_name() == Some("range"));
                 let enumerate = f.iter.as_call().filter(|c| c.func.as_name() == Some("enumerate"));
                 if let Some(e) = enumerate {
-                    let inner_range = e.args.first().and_then(Expr::as_call).is_some_and(|c| c.func.as_name() == Some("range"));
+                    let inner_range = e
+                        .args
+                        .first()
+                        .and_then(Expr::as_call)
+                        .is_some_and(|c| c.func.as_name() == Some("range"));
                     if let (ExprKind::Tuple(v), false) = (&f.target.kind, inner_range) {
                         v.iter().skip(1).for_each(|x| self.add_target(x));
                     }

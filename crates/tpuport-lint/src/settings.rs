@@ -47,8 +47,11 @@ impl RuleSet {
             .iter()
             .copied()
             .filter(|r| {
-                let selected = if select.is_empty() { true } else { select.iter().any(|s| s.matches(*r)) };
-                let status_ok = r.status() == RuleStatus::Stable || preview || select.iter().any(|s| s.is_exact(*r));
+                let selected =
+                    if select.is_empty() { true } else { select.iter().any(|s| s.matches(*r)) };
+                let status_ok = r.status() == RuleStatus::Stable
+                    || preview
+                    || select.iter().any(|s| s.is_exact(*r));
                 selected && status_ok && !ignore.iter().any(|s| s.matches(*r))
             })
             .collect();

@@ -19,7 +19,13 @@ pub(crate) fn crate_dir() -> PathBuf {
 
 /// `resources/test/fixtures/<family>/<CODE>.py`.
 pub(crate) fn fixture_path(rule: Rule) -> PathBuf {
-    let family = Path::new(rule.source_path()).parent().and_then(Path::file_name).unwrap().to_str().unwrap().to_owned();
+    let family = Path::new(rule.source_path())
+        .parent()
+        .and_then(Path::file_name)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     crate_dir().join("resources/test/fixtures").join(family).join(format!("{}.py", rule.code()))
 }
 
@@ -28,7 +34,8 @@ pub(crate) fn fixture_path(rule: Rule) -> PathBuf {
 /// converge.
 pub(crate) fn render_rule(rule: Rule, source: &str, name: &str) -> String {
     let rules = RuleSet::only(&[rule]);
-    let result = lint_source(source, &rules).unwrap_or_else(|e| panic!("{name}: fixture does not parse: {e}"));
+    let result = lint_source(source, &rules)
+        .unwrap_or_else(|e| panic!("{name}: fixture does not parse: {e}"));
     let lines = LineIndex::new(source);
     let mut out = String::new();
     let opts = TextOptions { threshold: Applicability::Unsafe, context: 1 };
@@ -52,17 +59,26 @@ pub(crate) fn render_rule(rule: Rule, source: &str, name: &str) -> String {
     assert!(fixed.syntax_error.is_none(), "{name}: fix introduced a syntax error");
     assert!(!fixed.did_not_converge, "{name}: fixes did not converge");
     parse_module(&fixed.output).unwrap();
-    let _ = writeln!(out, "{} finding(s); after --fix --unsafe-fixes: {} left", result.diagnostics.len(), fixed.remaining.diagnostics.len());
+    let _ = writeln!(
+        out,
+        "{} finding(s); after --fix --unsafe-fixes: {} left",
+        result.diagnostics.len(),
+        fixed.remaining.diagnostics.len()
+    );
     out
 }
 
 pub(crate) fn check_fixture(rule: Rule) -> String {
     let path = fixture_path(rule);
-    let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("missing fixture {}: {e}", path.display()));
+    let source = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("missing fixture {}: {e}", path.display()));
     let name = format!("{}.py", rule.code());
     let out = render_rule(rule, &source, &name);
     assert!(out.contains(rule.code()), "{name}: the fixture must trigger {}", rule.code());
-    assert!(source.contains("# ok") || source.contains("# negative"), "{name}: the fixture must hold negative cases marked `# ok`");
+    assert!(
+        source.contains("# ok") || source.contains("# negative"),
+        "{name}: the fixture must hold negative cases marked `# ok`"
+    );
     out
 }
 
@@ -172,7 +188,14 @@ fn every_doc_has_the_fixed_sections() {
     for r in Rule::ALL {
         let doc = r.doc();
         let mut last = 0;
-        for h in ["## What it does", "## Why is this bad on TPU?", "## Example", "## Use instead", "## Fix safety", "## References"] {
+        for h in [
+            "## What it does",
+            "## Why is this bad on TPU?",
+            "## Example",
+            "## Use instead",
+            "## Fix safety",
+            "## References",
+        ] {
             let at = doc.find(h).unwrap_or_else(|| panic!("{}: missing `{h}`", r.code()));
             assert!(at >= last, "{}: `{h}` out of order", r.code());
             last = at;
@@ -188,7 +211,11 @@ fn codes_are_unique_and_grouped() {
     let mut seen = std::collections::HashSet::new();
     for r in Rule::ALL {
         assert!(seen.insert(r.code()), "duplicate {}", r.code());
-        assert!(r.source_path().contains(&format!("/{}/", family_dir(*r))), "{} file is not in its family folder", r.code());
+        assert!(
+            r.source_path().contains(&format!("/{}/", family_dir(*r))),
+            "{} file is not in its family folder",
+            r.code()
+        );
     }
     assert!(Rule::ALL.len() >= 40);
 }

@@ -16,7 +16,11 @@ fn repo() -> PathBuf {
 
 fn python() -> PathBuf {
     let p = repo().join(".venv/bin/python");
-    assert!(p.exists(), "python venv missing at {}: create it (see scripts/requirements.txt)", p.display());
+    assert!(
+        p.exists(),
+        "python venv missing at {}: create it (see scripts/requirements.txt)",
+        p.display()
+    );
     p
 }
 
@@ -25,8 +29,17 @@ fn assert_cpython_parses(name: &str, text: &str) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join(name);
     std::fs::write(&file, text).unwrap();
-    let out = Command::new(python()).arg("-c").arg("import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])").arg(&file).output().unwrap();
-    assert!(out.status.success(), "{name}: ported output does not parse with CPython: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(python())
+        .arg("-c")
+        .arg("import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name}: ported output does not parse with CPython: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn render(name: &str, input: &str, r: &PortResult) -> String {
@@ -46,7 +59,8 @@ fn check(name: &str, target: Target, must_contain: &[&str], must_not_contain: &[
     let path = repo().join("examples/scripts").join(name);
     let input = std::fs::read_to_string(&path).unwrap();
     let r = port_source(&input, target).unwrap();
-    tpuport_python::parse_module(&r.output).unwrap_or_else(|e| panic!("{name}: ported output does not parse: {e}"));
+    tpuport_python::parse_module(&r.output)
+        .unwrap_or_else(|e| panic!("{name}: ported output does not parse: {e}"));
     assert_cpython_parses(name, &r.output);
     for m in must_contain {
         assert!(r.output.contains(m), "{name}: expected `{m}` in the ported output:\n{}", r.output);
@@ -88,7 +102,16 @@ fn port_keras_mirrored() {
     let out = check(
         "keras_mirrored_mixed_float16.py",
         Target::TfTpu,
-        &["TPUClusterResolver", "initialize_tpu_system", "TPUStrategy(resolver)", "with strategy.scope():", "mixed_bfloat16", "drop_remainder=True", "steps_per_execution", "prefetch(tf.data.AUTOTUNE)"],
+        &[
+            "TPUClusterResolver",
+            "initialize_tpu_system",
+            "TPUStrategy(resolver)",
+            "with strategy.scope():",
+            "mixed_bfloat16",
+            "drop_remainder=True",
+            "steps_per_execution",
+            "prefetch(tf.data.AUTOTUNE)",
+        ],
         &["MirroredStrategy", "mixed_float16", "LossScaleOptimizer"],
     );
     insta::assert_snapshot!(out);
@@ -99,7 +122,15 @@ fn port_flax_pmap() {
     let out = check(
         "flax_pmap_shard_map.py",
         Target::Jax,
-        &["jax.jit", "NamedSharding(data_mesh, P(\"batch\"))", "from jax import shard_map", "check_vma=False", "mesh=mesh", "donate_argnums=(0,)", "jax.device_put("],
+        &[
+            "jax.jit",
+            "NamedSharding(data_mesh, P(\"batch\"))",
+            "from jax import shard_map",
+            "check_vma=False",
+            "mesh=mesh",
+            "donate_argnums=(0,)",
+            "jax.device_put(",
+        ],
         &["jax.pmap", "jax.experimental.shard_map", "check_rep", "jax_utils.replicate(", "pmean"],
     );
     insta::assert_snapshot!(out);

@@ -78,7 +78,9 @@ impl Api {
     /// # Safety
     /// `raw` must be the non-null pointer `GetPjrtApi` returned: valid for reads of at least
     /// its own `struct_size` bytes for the life of the process.
-    pub(crate) unsafe fn from_raw(raw: *const sys::PJRT_Api) -> std::result::Result<Api, TableProblem> {
+    pub(crate) unsafe fn from_raw(
+        raw: *const sys::PJRT_Api,
+    ) -> std::result::Result<Api, TableProblem> {
         // SAFETY: the first field of every table is `struct_size`; the caller guarantees the
         // pointer is valid for at least that read.
         let table_bytes = unsafe { std::ptr::addr_of!((*raw).struct_size).read() };
@@ -136,7 +138,12 @@ impl Api {
 
     /// A table entry, or [`PjrtError::Unavailable`] when it lies past the plugin's table or
     /// is null. Use through `func!`.
-    pub(crate) fn func<F: Copy>(&self, offset: usize, name: &'static str, f: Option<F>) -> Result<F> {
+    pub(crate) fn func<F: Copy>(
+        &self,
+        offset: usize,
+        name: &'static str,
+        f: Option<F>,
+    ) -> Result<F> {
         let end = offset + size_of::<usize>();
         match f {
             Some(f) if end <= self.table_bytes => Ok(f),

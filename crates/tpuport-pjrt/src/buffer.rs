@@ -68,7 +68,10 @@ impl Buffer {
             crate::util::to_vec(a.dims, a.num_dims)
         };
         dims.into_iter()
-            .map(|d| u64::try_from(d).map_err(|_| PjrtError::InvalidArgument(format!("negative dimension {d}"))))
+            .map(|d| {
+                u64::try_from(d)
+                    .map_err(|_| PjrtError::InvalidArgument(format!("negative dimension {d}")))
+            })
             .collect()
     }
 

@@ -64,7 +64,8 @@ impl ExecutableCache {
         if let Some(d) = var(EnvVars::TPUPORT_CACHE_DIR) {
             return Some(d);
         }
-        let base = var(EnvVars::XDG_CACHE_HOME).or_else(|| var(EnvVars::HOME).map(|h| h.join(".cache")))?;
+        let base = var(EnvVars::XDG_CACHE_HOME)
+            .or_else(|| var(EnvVars::HOME).map(|h| h.join(".cache")))?;
         Some(base.join("tpuport").join("executables"))
     }
 
@@ -129,25 +130,41 @@ impl ExecutableCache {
     /// # Errors
     /// The compile error (cache problems never fail the call; they become a miss or
     /// [`CacheStatus::WriteFailed`]).
-    pub fn get_or_compile(&self, client: &Client, program: &Program, options: &CompileOptions) -> Result<Compiled> {
+    pub fn get_or_compile(
+        &self,
+        client: &Client,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<Compiled> {
         let key = Self::key(client, program, options);
         let Some(dir) = &self.dir else {
             let t = Instant::now();
             let executable = client.compile(program, options)?;
-            return Ok(Compiled { executable, status: CacheStatus::Disabled, elapsed: t.elapsed(), key });
+            return Ok(Compiled {
+                executable,
+                status: CacheStatus::Disabled,
+                elapsed: t.elapsed(),
+                key,
+            });
         };
         let path = dir.join(format!("{key}.pjrt"));
         let t = Instant::now();
         if let Some(executable) = read_entry(&path).and_then(|b| client.deserialize(&b).ok()) {
-            return Ok(Compiled { executable, status: CacheStatus::Hit, elapsed: t.elapsed(), key });
+            return Ok(Compiled {
+                executable,
+                status: CacheStatus::Hit,
+                elapsed: t.elapsed(),
+                key,
+            });
         }
         let t = Instant::now();
         let executable = client.compile(program, options)?;
         let elapsed = t.elapsed();
-        let status = match executable.executable().serialize().and_then(|b| write_entry(dir, &path, &b)) {
-            Ok(()) => CacheStatus::Miss,
-            Err(e) => CacheStatus::WriteFailed(e.to_string()),
-        };
+        let status =
+            match executable.executable().serialize().and_then(|b| write_entry(dir, &path, &b)) {
+                Ok(()) => CacheStatus::Miss,
+                Err(e) => CacheStatus::WriteFailed(e.to_string()),
+            };
         Ok(Compiled { executable, status, elapsed, key })
     }
 }
@@ -203,7 +220,8 @@ mod tests {
         std::fs::write(&p, b"TPX").unwrap();
         assert!(read_entry(&p).is_none());
         // No temporary files left behind.
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1);
     }
 }

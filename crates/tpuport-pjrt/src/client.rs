@@ -93,8 +93,13 @@ impl Client {
             return Err(no_devices(plugin, e));
         }
         let raw = a.client;
-        let mut inner =
-            ClientInner { plugin, raw, platform_name: String::new(), platform_version: String::new(), addressable: vec![] };
+        let mut inner = ClientInner {
+            plugin,
+            raw,
+            platform_name: String::new(),
+            platform_version: String::new(),
+            addressable: vec![],
+        };
         let mut n = sys::PJRT_Client_PlatformName_Args::new();
         n.client = raw;
         // SAFETY: `raw` is the live client; the name is owned by the client and copied.
@@ -107,14 +112,16 @@ impl Client {
         // SAFETY: as above.
         unsafe {
             call!(api, PJRT_Client_PlatformVersion, &raw mut v)?;
-            inner.platform_version = crate::util::lossy(v.platform_version, v.platform_version_size);
+            inner.platform_version =
+                crate::util::lossy(v.platform_version, v.platform_version_size);
         }
         let mut d = sys::PJRT_Client_AddressableDevices_Args::new();
         d.client = raw;
         // SAFETY: as above; the device array is owned by the client.
         unsafe {
             call!(api, PJRT_Client_AddressableDevices, &raw mut d)?;
-            inner.addressable = crate::util::to_vec(d.addressable_devices, d.num_addressable_devices);
+            inner.addressable =
+                crate::util::to_vec(d.addressable_devices, d.num_addressable_devices);
         }
         if inner.addressable.is_empty() {
             return Err(PjrtError::NoDevices {
@@ -174,7 +181,10 @@ impl Client {
             call!(api, PJRT_TopologyDescription_GetDeviceDescriptions, &raw mut g)?;
             crate::util::to_vec(g.descriptions, g.num_descriptions)
         };
-        let out = descs.into_iter().map(|d| DeviceDescription::read(api, d)).collect::<Result<Vec<_>>>()?;
+        let out = descs
+            .into_iter()
+            .map(|d| DeviceDescription::read(api, d))
+            .collect::<Result<Vec<_>>>()?;
         Ok((name, out))
     }
 
@@ -183,14 +193,19 @@ impl Client {
     ///
     /// # Errors
     /// The plugin's error.
-    pub fn default_device_assignment(&self, replicas: u32, partitions: u32) -> Result<Vec<Vec<i32>>> {
+    pub fn default_device_assignment(
+        &self,
+        replicas: u32,
+        partitions: u32,
+    ) -> Result<Vec<Vec<i32>>> {
         let n = (replicas as usize).saturating_mul(partitions as usize);
         let mut out = vec![0i32; n];
         let mut a = sys::PJRT_Client_DefaultDeviceAssignment_Args::new();
         a.client = self.inner.raw;
-        a.num_replicas = i32::try_from(replicas).map_err(|_| PjrtError::InvalidArgument("too many replicas".into()))?;
-        a.num_partitions =
-            i32::try_from(partitions).map_err(|_| PjrtError::InvalidArgument("too many partitions".into()))?;
+        a.num_replicas = i32::try_from(replicas)
+            .map_err(|_| PjrtError::InvalidArgument("too many replicas".into()))?;
+        a.num_partitions = i32::try_from(partitions)
+            .map_err(|_| PjrtError::InvalidArgument("too many partitions".into()))?;
         a.default_assignment_size = n;
         a.default_assignment = out.as_mut_ptr();
         // SAFETY: `out` has room for `n` ints and outlives the call.
@@ -243,7 +258,13 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::buffer_from_host`]; also when `bytes` has the wrong length.
-    pub fn buffer_from_bytes(&self, dtype: DType, dims: &[u64], bytes: &[u8], device: &Device) -> Result<Buffer> {
+    pub fn buffer_from_bytes(
+        &self,
+        dtype: DType,
+        dims: &[u64],
+        bytes: &[u8],
+        device: &Device,
+    ) -> Result<Buffer> {
         if !Arc::ptr_eq(&device.client, &self.inner) {
             return Err(PjrtError::InvalidArgument("device belongs to another client".into()));
         }
@@ -258,7 +279,10 @@ impl Client {
         }
         let dims_i64: Vec<i64> = dims
             .iter()
-            .map(|&d| i64::try_from(d).map_err(|_| PjrtError::InvalidArgument(format!("dimension {d} too large"))))
+            .map(|&d| {
+                i64::try_from(d)
+                    .map_err(|_| PjrtError::InvalidArgument(format!("dimension {d} too large")))
+            })
             .collect::<Result<_>>()?;
         let api = self.inner.api();
         let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
@@ -287,9 +311,17 @@ fn no_devices(plugin: &Plugin, e: PjrtError) -> PjrtError {
     // libtpu 0.0.52 without hardware: NOT_FOUND "TPU initialization failed: No jellyfish
     // device found."
     let missing = *code == crate::ErrorCode::NOT_FOUND
-        || ["device found", "no tpu", "not find", "not found", "no such", "no devices", "failed to open"]
-            .iter()
-            .any(|w| m.contains(w));
+        || [
+            "device found",
+            "no tpu",
+            "not find",
+            "not found",
+            "no such",
+            "no devices",
+            "failed to open",
+        ]
+        .iter()
+        .any(|w| m.contains(w));
     if is_tpu && missing {
         return PjrtError::NoDevices { platform: "TPU".into(), detail: message.clone() };
     }

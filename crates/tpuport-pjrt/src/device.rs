@@ -46,7 +46,10 @@ pub struct DeviceDescription {
 }
 
 impl DeviceDescription {
-    pub(crate) fn read(api: &Api, d: *mut sys::PJRT_DeviceDescription) -> Result<DeviceDescription> {
+    pub(crate) fn read(
+        api: &Api,
+        d: *mut sys::PJRT_DeviceDescription,
+    ) -> Result<DeviceDescription> {
         let mut id = sys::PJRT_DeviceDescription_Id_Args::new();
         id.device_description = d;
         let mut pi = sys::PJRT_DeviceDescription_ProcessIndex_Args::new();

@@ -31,7 +31,8 @@ impl PluginKind {
     /// Guesses the kind from the file name.
     #[must_use]
     pub fn of(path: &Path) -> PluginKind {
-        let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let name =
+            path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
         if name.contains("libtpu") {
             PluginKind::Tpu
         } else if name.contains("cuda") {
@@ -56,7 +57,8 @@ pub struct Found {
 }
 
 const LIBTPU: &str = "libtpu/libtpu.so";
-const CUDA: [&str; 2] = ["jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so"];
+const CUDA: [&str; 2] =
+    ["jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so"];
 const CPU: &str = "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so";
 
 /// Every plugin that can be found, in preference order (an explicit path first). An
@@ -67,7 +69,11 @@ pub fn discover(explicit: Option<&Path>) -> Vec<Found> {
     let mut push = |path: PathBuf, source: &str| {
         let canon = path.canonicalize().unwrap_or_else(|_| path.clone());
         if !out.iter().any(|f| f.path == canon) {
-            out.push(Found { kind: PluginKind::of(&canon), path: canon, source: source.to_owned() });
+            out.push(Found {
+                kind: PluginKind::of(&canon),
+                path: canon,
+                source: source.to_owned(),
+            });
         }
     };
     if let Some(p) = explicit {
@@ -109,7 +115,10 @@ pub fn find(explicit: Option<&Path>) -> Result<Found> {
     match all.into_iter().next() {
         Some(f) if f.path.is_file() => Ok(f),
         Some(f) => Err(PjrtError::io(f.path, std::io::Error::from(std::io::ErrorKind::NotFound))),
-        None => Err(PjrtError::NotFound { searched: searched_places(), env: EnvVars::TPUPORT_PJRT_PLUGIN }),
+        None => Err(PjrtError::NotFound {
+            searched: searched_places(),
+            env: EnvVars::TPUPORT_PJRT_PLUGIN,
+        }),
     }
 }
 
@@ -118,9 +127,12 @@ pub fn find(explicit: Option<&Path>) -> Result<Found> {
 #[must_use]
 pub fn tpu_hardware_present() -> bool {
     let any = |dir: &str, pred: &dyn Fn(&str) -> bool| {
-        std::fs::read_dir(dir).is_ok_and(|rd| rd.filter_map(std::result::Result::ok).any(|e| pred(&e.file_name().to_string_lossy())))
+        std::fs::read_dir(dir).is_ok_and(|rd| {
+            rd.filter_map(std::result::Result::ok).any(|e| pred(&e.file_name().to_string_lossy()))
+        })
     };
-    any("/dev", &|n| n.starts_with("accel")) || any("/dev/vfio", &|n| n.chars().all(|c| c.is_ascii_digit()))
+    any("/dev", &|n| n.starts_with("accel"))
+        || any("/dev/vfio", &|n| n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// The first CPU plugin found, for tests and `--devices` defaults.
@@ -130,7 +142,10 @@ pub fn find_cpu() -> Option<PathBuf> {
 }
 
 fn searched_places() -> String {
-    let mut v: Vec<String> = vec![format!("${}", EnvVars::TPUPORT_PJRT_PLUGIN), format!("${}", EnvVars::TPU_LIBRARY_PATH)];
+    let mut v: Vec<String> = vec![
+        format!("${}", EnvVars::TPUPORT_PJRT_PLUGIN),
+        format!("${}", EnvVars::TPU_LIBRARY_PATH),
+    ];
     v.extend(site_packages().iter().map(|p| p.display().to_string()));
     v.push("/usr/lib, /usr/local/lib, /lib".into());
     v.join(", ")

@@ -152,7 +152,8 @@ impl Executable {
             .into_iter()
             .zip(sizes)
             .map(|(ty, n)| {
-                let dims = dims[at..at + n].iter().map(|&x| u64::try_from(x).unwrap_or(0)).collect();
+                let dims =
+                    dims[at..at + n].iter().map(|&x| u64::try_from(x).unwrap_or(0)).collect();
                 at += n;
                 Ok(OutputInfo { dtype: crate::dtype::from_pjrt(ty)?, dims })
             })
@@ -220,7 +221,8 @@ impl Executable {
         // freed with the plugin's deleter exactly once after copying.
         unsafe {
             call!(self.api, PJRT_Executable_Serialize, &raw mut a)?;
-            let bytes = crate::util::to_vec(a.serialized_bytes.cast::<u8>(), a.serialized_bytes_size);
+            let bytes =
+                crate::util::to_vec(a.serialized_bytes.cast::<u8>(), a.serialized_bytes_size);
             if let Some(del) = a.serialized_executable_deleter {
                 del(a.serialized_executable);
             }
@@ -264,7 +266,10 @@ impl Drop for LoadedExecutable {
 }
 
 impl LoadedExecutable {
-    pub(crate) fn new(client: Arc<ClientInner>, raw: *mut sys::PJRT_LoadedExecutable) -> Result<LoadedExecutable> {
+    pub(crate) fn new(
+        client: Arc<ClientInner>,
+        raw: *mut sys::PJRT_LoadedExecutable,
+    ) -> Result<LoadedExecutable> {
         let api = client.api();
         let mut g = sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
         g.loaded_executable = raw;
@@ -347,15 +352,20 @@ impl LoadedExecutable {
                 )));
             }
             if let Some(b) = list.iter().find(|b| !Arc::ptr_eq(&b.client, &self.client)) {
-                return Err(PjrtError::InvalidArgument(format!("buffer {:p} belongs to another client", b.raw)));
+                return Err(PjrtError::InvalidArgument(format!(
+                    "buffer {:p} belongs to another client",
+                    b.raw
+                )));
             }
             lists.push(list.iter().map(|b| b.raw).collect());
         }
         // One plain pointer per device (never fat slice pointers), one output array per device.
-        let arg_ptrs: Vec<*const *mut sys::PJRT_Buffer> = lists.iter().map(|l| l.as_ptr()).collect();
+        let arg_ptrs: Vec<*const *mut sys::PJRT_Buffer> =
+            lists.iter().map(|l| l.as_ptr()).collect();
         let mut outputs: Vec<Vec<*mut sys::PJRT_Buffer>> =
             (0..num_devices).map(|_| vec![std::ptr::null_mut(); self.num_outputs]).collect();
-        let out_ptrs: Vec<*mut *mut sys::PJRT_Buffer> = outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
+        let out_ptrs: Vec<*mut *mut sys::PJRT_Buffer> =
+            outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
         let mut events: Vec<*mut sys::PJRT_Event> = vec![std::ptr::null_mut(); num_devices];
         // Inputs are borrowed: mark every one non-donatable so the plugin never consumes them.
         let keep: Vec<i64> = (0..num_args as i64).collect();

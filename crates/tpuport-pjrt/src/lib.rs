@@ -16,7 +16,10 @@
 //! - The runtime knows nothing of model formats: it takes StableHLO bytes and
 //!   [`tpuport_model::HostTensor`]s.
 
-#![allow(unsafe_code, reason = "FFI to the PJRT C API; every unsafe block carries a SAFETY comment")]
+#![allow(
+    unsafe_code,
+    reason = "FFI to the PJRT C API; every unsafe block carries a SAFETY comment"
+)]
 
 mod api;
 mod buffer;
@@ -44,12 +47,17 @@ pub use buffer::Buffer;
 pub use cache::{CacheStatus, Compiled, ExecutableCache};
 pub use client::Client;
 pub use device::{Device, DeviceDescription, DeviceMemoryStats};
-pub use discover::{Found, PluginKind, discover, find, find_cpu, python, site_packages, tpu_hardware_present};
+pub use discover::{
+    Found, PluginKind, discover, find, find_cpu, python, site_packages, tpu_hardware_present,
+};
 pub use env::EnvVars;
 pub use error::{ErrorCode, PjrtError, Result};
 pub use executable::{CompiledMemoryStats, Executable, LoadedExecutable, OutputInfo};
 pub use named_value::{NamedValue, Value, find as find_value};
-pub use options::{ClientOptions, CompileOptions, CompileOptionsProto, ComputationDevice, DeviceAssignmentProto, ExecutableBuildOptionsProto};
+pub use options::{
+    ClientOptions, CompileOptions, CompileOptionsProto, ComputationDevice, DeviceAssignmentProto,
+    ExecutableBuildOptionsProto,
+};
 pub use plugin::{Plugin, PluginInfo, StablehloVersion, load};
 pub use program::Program;
 

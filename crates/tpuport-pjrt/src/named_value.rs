@@ -91,22 +91,34 @@ impl<'a> RawNamedValues<'a> {
                         sys::PJRT_NamedValue_Union { string_value: s.as_ptr().cast::<c_char>() },
                         s.len(),
                     ),
-                    Value::Int64(i) => {
-                        (sys::PJRT_NamedValue_kInt64, sys::PJRT_NamedValue_Union { int64_value: *i }, 1)
-                    }
+                    Value::Int64(i) => (
+                        sys::PJRT_NamedValue_kInt64,
+                        sys::PJRT_NamedValue_Union { int64_value: *i },
+                        1,
+                    ),
                     Value::Int64List(l) => (
                         sys::PJRT_NamedValue_kInt64List,
                         sys::PJRT_NamedValue_Union { int64_array_value: l.as_ptr() },
                         l.len(),
                     ),
-                    Value::Float(x) => {
-                        (sys::PJRT_NamedValue_kFloat, sys::PJRT_NamedValue_Union { float_value: *x }, 1)
-                    }
-                    Value::Bool(b) => {
-                        (sys::PJRT_NamedValue_kBool, sys::PJRT_NamedValue_Union { bool_value: *b }, 1)
-                    }
+                    Value::Float(x) => (
+                        sys::PJRT_NamedValue_kFloat,
+                        sys::PJRT_NamedValue_Union { float_value: *x },
+                        1,
+                    ),
+                    Value::Bool(b) => (
+                        sys::PJRT_NamedValue_kBool,
+                        sys::PJRT_NamedValue_Union { bool_value: *b },
+                        1,
+                    ),
                 };
-                sys::PJRT_NamedValue::new(v.name.as_ptr().cast::<c_char>(), v.name.len(), ty, val, size)
+                sys::PJRT_NamedValue::new(
+                    v.name.as_ptr().cast::<c_char>(),
+                    v.name.len(),
+                    ty,
+                    val,
+                    size,
+                )
             })
             .collect();
         RawNamedValues { raw, _src: std::marker::PhantomData }

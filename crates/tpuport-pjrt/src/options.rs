@@ -122,14 +122,15 @@ impl CompileOptions {
     /// The protobuf message.
     #[must_use]
     pub fn to_proto(&self) -> CompileOptionsProto {
-        let device_assignment = self.device_assignment.as_ref().map(|parts| DeviceAssignmentProto {
-            replica_count: i32::try_from(self.num_replicas).unwrap_or(i32::MAX),
-            computation_count: i32::try_from(parts.len()).unwrap_or(i32::MAX),
-            computation_devices: parts
-                .iter()
-                .map(|ids| ComputationDevice { replica_device_ids: ids.clone() })
-                .collect(),
-        });
+        let device_assignment =
+            self.device_assignment.as_ref().map(|parts| DeviceAssignmentProto {
+                replica_count: i32::try_from(self.num_replicas).unwrap_or(i32::MAX),
+                computation_count: i32::try_from(parts.len()).unwrap_or(i32::MAX),
+                computation_devices: parts
+                    .iter()
+                    .map(|ids| ComputationDevice { replica_device_ids: ids.clone() })
+                    .collect(),
+            });
         CompileOptionsProto {
             executable_build_options: Some(ExecutableBuildOptionsProto {
                 device_ordinal: -1,
@@ -187,12 +188,8 @@ mod tests {
     fn one_device_encoding_is_pinned() {
         let b = CompileOptions::default().encode();
         // executable_build_options { device_ordinal: -1, num_replicas: 1, num_partitions: 1 }
-        let want: Vec<u8> = [
-            vec![0x1a, 0x0f, 0x08],
-            vec![0xff; 9],
-            vec![0x01, 0x20, 0x01, 0x28, 0x01],
-        ]
-        .concat();
+        let want: Vec<u8> =
+            [vec![0x1a, 0x0f, 0x08], vec![0xff; 9], vec![0x01, 0x20, 0x01, 0x28, 0x01]].concat();
         assert_eq!(b.len(), 17);
         assert_eq!(b, want);
     }
@@ -200,12 +197,9 @@ mod tests {
     #[test]
     fn spmd_encoding_is_pinned() {
         let b = CompileOptions::spmd(8, false).encode();
-        let want: Vec<u8> = [
-            vec![0x1a, 0x11, 0x08],
-            vec![0xff; 9],
-            vec![0x01, 0x20, 0x01, 0x28, 0x08, 0x30, 0x01],
-        ]
-        .concat();
+        let want: Vec<u8> =
+            [vec![0x1a, 0x11, 0x08], vec![0xff; 9], vec![0x01, 0x20, 0x01, 0x28, 0x08, 0x30, 0x01]]
+                .concat();
         assert_eq!(b.len(), 19);
         assert_eq!(b, want);
     }

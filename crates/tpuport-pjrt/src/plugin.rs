@@ -59,7 +59,10 @@ pub fn load(path: &Path) -> Result<&'static Plugin> {
 
 fn open(path: &Path) -> Result<Plugin> {
     if !path.is_file() {
-        return Err(PjrtError::Load { path: path.to_owned(), message: "not a regular file".into() });
+        return Err(PjrtError::Load {
+            path: path.to_owned(),
+            message: "not a regular file".into(),
+        });
     }
     // SAFETY: loading a shared library runs its initialisers. The path is a plugin the user
     // named or one found in the documented plugin locations; that trust is the premise of
@@ -70,8 +73,8 @@ fn open(path: &Path) -> Result<Plugin> {
     let lib: &'static libloading::Library = Box::leak(Box::new(lib));
     // SAFETY: `GetPjrtApi` has the C signature `const PJRT_Api* GetPjrtApi(void)` in every
     // PJRT plugin; the symbol is looked up by that name only.
-    let get: libloading::Symbol<'static, sys::GetPjrtApiFn> = unsafe { lib.get(b"GetPjrtApi\0") }
-        .map_err(|_| PjrtError::NotAPlugin {
+    let get: libloading::Symbol<'static, sys::GetPjrtApiFn> =
+        unsafe { lib.get(b"GetPjrtApi\0") }.map_err(|_| PjrtError::NotAPlugin {
             path: path.to_owned(),
             what: "it does not export GetPjrtApi".into(),
         })?;
@@ -79,7 +82,10 @@ fn open(path: &Path) -> Result<Plugin> {
     // its static function table (or null).
     let raw = unsafe { get() };
     if raw.is_null() {
-        return Err(PjrtError::NotAPlugin { path: path.to_owned(), what: "GetPjrtApi returned null".into() });
+        return Err(PjrtError::NotAPlugin {
+            path: path.to_owned(),
+            what: "GetPjrtApi returned null".into(),
+        });
     }
     // SAFETY: `raw` is the non-null table pointer from `GetPjrtApi`, static for the process.
     let api = unsafe { Api::from_raw(raw) }.map_err(|p| match p {
@@ -97,8 +103,10 @@ fn open(path: &Path) -> Result<Plugin> {
     })?;
     let attributes = read_attributes(&api).unwrap_or_default();
     let extensions = api.extensions();
-    let plugin = Plugin { path: path.to_owned(), api, attributes, extensions, init: OnceLock::new() };
-    let defer = crate::PluginKind::of(path) == crate::PluginKind::Tpu && !crate::tpu_hardware_present();
+    let plugin =
+        Plugin { path: path.to_owned(), api, attributes, extensions, init: OnceLock::new() };
+    let defer =
+        crate::PluginKind::of(path) == crate::PluginKind::Tpu && !crate::tpu_hardware_present();
     if !defer {
         plugin.initialize()?;
     }
@@ -140,7 +148,8 @@ impl Plugin {
         let r = self.init.get_or_init(|| {
             let mut init = sys::PJRT_Plugin_Initialize_Args::new();
             // SAFETY: the args struct is fully initialised and outlives the call.
-            unsafe { call!(self.api, PJRT_Plugin_Initialize, &raw mut init) }.map_err(|e| e.to_string())
+            unsafe { call!(self.api, PJRT_Plugin_Initialize, &raw mut init) }
+                .map_err(|e| e.to_string())
         });
         r.clone().map_err(|message| PjrtError::Load { path: self.path.clone(), message })
     }

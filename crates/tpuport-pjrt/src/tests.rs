@@ -17,7 +17,10 @@ fn table_layout_matches_header_size() {
     assert_eq!(sys::PJRT_API_NUM_FUNCTIONS, 129);
     assert_eq!(std::mem::offset_of!(sys::PJRT_Api, PJRT_Error_Destroy), 40);
     // Known plugin table sizes from pjrt-notes §1: 0.81 = 984 bytes = 118 functions.
-    assert_eq!(std::mem::offset_of!(sys::PJRT_Api, PJRT_LoadedExecutable_GetDeviceAssignment), 984 - 8);
+    assert_eq!(
+        std::mem::offset_of!(sys::PJRT_Api, PJRT_LoadedExecutable_GetDeviceAssignment),
+        984 - 8
+    );
     assert_eq!(size_of::<sys::PJRT_NamedValue>(), 56);
     assert_eq!(std::mem::offset_of!(sys::PJRT_NamedValue, value), 40);
 }

@@ -20,7 +20,8 @@ fn jax_fixtures() -> PathBuf {
 fn read(path: &Path, bf16: bool) -> tpuport_model::HostTensor {
     let t = common::read_npy(path);
     if bf16 && t.dtype == DType::U16 {
-        return tpuport_model::HostTensor::new(DType::BF16, t.shape.clone(), t.into_data()).unwrap();
+        return tpuport_model::HostTensor::new(DType::BF16, t.shape.clone(), t.into_data())
+            .unwrap();
     }
     t
 }

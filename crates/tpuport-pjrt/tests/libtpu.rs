@@ -3,7 +3,10 @@
 //! passes trivially: the wheel is a 137 MB download that CI does not pay for by default.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-#![allow(unsafe_code, reason = "set_var before any thread of this one-test binary reads the environment")]
+#![allow(
+    unsafe_code,
+    reason = "set_var before any thread of this one-test binary reads the environment"
+)]
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +45,10 @@ fn libtpu_loads_and_reports_its_version_or_no_tpu() {
         // Without TPU hardware, Client::new refuses at once instead of letting libtpu retry the
         // GCE metadata server for minutes.
         let e = Client::new(plugin, &ClientOptions::default()).unwrap_err();
-        assert!(matches!(e, PjrtError::NoDevices { .. }), "expected a clean no-TPU error, got: {e}");
+        assert!(
+            matches!(e, PjrtError::NoDevices { .. }),
+            "expected a clean no-TPU error, got: {e}"
+        );
         assert!(e.to_string().starts_with("no TPU devices"), "{e}");
         assert!(t.elapsed().as_secs() < 30, "no-TPU answer took {:?}", t.elapsed());
         // The plugin's own answer: NOT_FOUND "No jellyfish device found", mapped the same way.
@@ -50,7 +56,10 @@ fn libtpu_loads_and_reports_its_version_or_no_tpu() {
         unsafe { std::env::set_var(EnvVars::TPU_SKIP_MDS_QUERY, "1") };
         let opts = ClientOptions { skip_hardware_check: true, ..ClientOptions::default() };
         let e = Client::new(plugin, &opts).unwrap_err();
-        assert!(matches!(e, PjrtError::NoDevices { .. }), "expected a clean no-TPU error, got: {e}");
+        assert!(
+            matches!(e, PjrtError::NoDevices { .. }),
+            "expected a clean no-TPU error, got: {e}"
+        );
         assert!(e.to_string().contains("TPU initialization failed"), "{e}");
     }
 }

@@ -15,7 +15,8 @@ fn build_so(dir: &Path, name: &str, src: &str) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     let so = dir.join(format!("{name}.so"));
     std::fs::write(&c, src).unwrap();
-    let st = Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&so).arg(&c).status().expect("cc");
+    let st =
+        Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&so).arg(&c).status().expect("cc");
     assert!(st.success(), "cc failed for {name}");
     so
 }

@@ -6,7 +6,9 @@ mod common;
 
 use common::{cpu_client, data, f32s, rel_err, tanh_mm, values};
 use tpuport_model::{DType, HostTensor};
-use tpuport_pjrt::{CacheStatus, CompileOptions, ExecutableCache, PjrtError, Program, find_value, Value};
+use tpuport_pjrt::{
+    CacheStatus, CompileOptions, ExecutableCache, PjrtError, Program, Value, find_value,
+};
 
 fn tanh_inputs() -> (HostTensor, HostTensor) {
     let x = HostTensor::from_f32(vec![2, 3], &values(6, 1)).unwrap();
@@ -42,7 +44,8 @@ fn two_outputs_of_different_types() {
     let a: Vec<u8> = [3i32, -1, 0, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
     let a = HostTensor::new(DType::I32, vec![4], a).unwrap();
     let b = HostTensor::from_f32(vec![3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
-    let exe = client.compile(&Program::mlir(data("two_out.mlir")), &CompileOptions::default()).unwrap();
+    let exe =
+        client.compile(&Program::mlir(data("two_out.mlir")), &CompileOptions::default()).unwrap();
     let info = exe.executable().outputs().unwrap();
     assert_eq!(info.len(), 2);
     assert_eq!((info[0].dtype, info[0].dims.clone()), (DType::I32, vec![4]));
@@ -51,7 +54,8 @@ fn two_outputs_of_different_types() {
     let bb = client.buffer_from_host(&b, dev).unwrap();
     let out = exe.execute_one(&[&ba, &bb]).unwrap();
     let o0 = out[0].to_host().unwrap();
-    let ints: Vec<i32> = o0.data().chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+    let ints: Vec<i32> =
+        o0.data().chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(ints, vec![7, -1, 1, 15]);
     assert_eq!(f32s(&out[1].to_host().unwrap()), vec![9.0, 12.0]);
 }
@@ -63,7 +67,8 @@ fn bf16_round_trips_through_the_device() {
     let xs = [0.5f32, -1.0, 2.0, 3.25, 0.0, -0.125, 8.0, 100.0];
     let bytes: Vec<u8> = xs.iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect();
     let x = HostTensor::new(DType::BF16, vec![8], bytes).unwrap();
-    let exe = client.compile(&Program::mlir(data("bf16.mlir")), &CompileOptions::default()).unwrap();
+    let exe =
+        client.compile(&Program::mlir(data("bf16.mlir")), &CompileOptions::default()).unwrap();
     let bx = client.buffer_from_host(&x, dev).unwrap();
     assert_eq!(bx.dtype().unwrap(), DType::BF16);
     let out = exe.execute_one(&[&bx]).unwrap()[0].to_host().unwrap();
@@ -78,7 +83,8 @@ fn input_buffers_are_borrowed_and_reusable() {
     let client = cpu_client(1);
     let dev = &client.devices()[0];
     let (x, y) = tanh_inputs();
-    let exe = client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
+    let exe =
+        client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
     let bx = client.buffer_from_host(&x, dev).unwrap();
     let by = client.buffer_from_host(&y, dev).unwrap();
     let first = exe.execute_one(&[&bx, &by]).unwrap()[0].to_host().unwrap();
@@ -94,14 +100,17 @@ fn input_buffers_are_borrowed_and_reusable() {
 #[test]
 fn introspection_reports_cost_memory_and_fingerprint() {
     let client = cpu_client(1);
-    let exe = client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
+    let exe =
+        client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
     let e = exe.executable();
     assert_eq!(e.name().unwrap(), "jit__lambda");
     assert_eq!(e.num_outputs().unwrap(), 1);
     assert_eq!(e.num_partitions().unwrap(), 1);
     assert_eq!(e.num_replicas().unwrap(), 1);
     let cost = e.cost_analysis().unwrap();
-    let Some(Value::Float(flops)) = find_value(&cost, "flops") else { panic!("no flops in {cost:?}") };
+    let Some(Value::Float(flops)) = find_value(&cost, "flops") else {
+        panic!("no flops in {cost:?}")
+    };
     // 2*2*3*4 multiply-adds at least.
     assert!(*flops >= 48.0, "flops {flops}");
     let mem = e.compiled_memory_stats().unwrap();
@@ -109,7 +118,8 @@ fn introspection_reports_cost_memory_and_fingerprint() {
     assert_eq!(mem.output, 8 * 4);
     let fp = e.fingerprint().unwrap();
     assert!(!fp.is_empty());
-    let again = client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
+    let again =
+        client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
     assert_eq!(again.executable().fingerprint().unwrap(), fp);
 }
 
@@ -118,7 +128,8 @@ fn wrong_arity_is_an_error_not_a_crash() {
     let client = cpu_client(1);
     let dev = &client.devices()[0];
     let (x, _) = tanh_inputs();
-    let exe = client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
+    let exe =
+        client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
     let bx = client.buffer_from_host(&x, dev).unwrap();
     let e = exe.execute_one(&[&bx]).unwrap_err();
     assert!(matches!(e, PjrtError::Call { .. }), "{e}");
@@ -131,7 +142,10 @@ fn wrong_arity_is_an_error_not_a_crash() {
 #[test]
 fn bad_module_reports_the_compiler_error() {
     let client = cpu_client(1);
-    let e = client.compile(&Program::mlir(b"module { this is not mlir }".to_vec()), &CompileOptions::default());
+    let e = client.compile(
+        &Program::mlir(b"module { this is not mlir }".to_vec()),
+        &CompileOptions::default(),
+    );
     let e = e.unwrap_err().to_string();
     assert!(e.starts_with("PJRT_Client_Compile failed"), "{e}");
 }
@@ -141,7 +155,8 @@ fn dp_case() -> (HostTensor, Vec<HostTensor>, Vec<f32>) {
     let w = values(12, 3);
     let x = values(64, 4);
     let wt = HostTensor::from_f32(vec![4, 3], &w).unwrap();
-    let shards = (0..8).map(|d| HostTensor::from_f32(vec![2, 4], &x[d * 8..d * 8 + 8]).unwrap()).collect();
+    let shards =
+        (0..8).map(|d| HostTensor::from_f32(vec![2, 4], &x[d * 8..d * 8 + 8]).unwrap()).collect();
     // reference: tanh(x @ w) without the +1
     let want: Vec<f32> = tanh_mm(&x, &w, 16, 4, 3).into_iter().map(|v| v - 1.0).collect();
     (wt, shards, want)
@@ -178,14 +193,17 @@ fn sharded_dp_runs_on_eight_cpu_devices() {
     assert!(rel_err(&shardy, &want) <= 1e-5);
     let gspmd = run_dp("dp_gspmd.mlir", &CompileOptions::spmd(8, false)).unwrap();
     assert!(rel_err(&gspmd, &want) <= 1e-5);
-    let gspmd_da = run_dp("dp_gspmd.mlir", &CompileOptions::spmd(8, true).with_identity_assignment()).unwrap();
+    let gspmd_da =
+        run_dp("dp_gspmd.mlir", &CompileOptions::spmd(8, true).with_identity_assignment()).unwrap();
     assert!(rel_err(&gspmd_da, &want) <= 1e-5);
 }
 
 #[test]
 fn shardy_module_without_the_shardy_flag_fails_cleanly() {
     let client = cpu_client(8);
-    let e = client.compile(&Program::mlir(data("dp_shardy.mlir")), &CompileOptions::spmd(8, false)).unwrap_err();
+    let e = client
+        .compile(&Program::mlir(data("dp_shardy.mlir")), &CompileOptions::spmd(8, false))
+        .unwrap_err();
     assert!(e.to_string().contains("PJRT_Client_Compile"), "{e}");
 }
 
@@ -216,7 +234,10 @@ fn cache_hit_returns_identical_outputs() {
     std::fs::write(&entry, b"garbage").unwrap();
     assert_eq!(cache.get_or_compile(&client, &prog, &opts).unwrap().status, CacheStatus::Miss);
     assert_eq!(cache.get_or_compile(&client, &prog, &opts).unwrap().status, CacheStatus::Hit);
-    assert_eq!(ExecutableCache::disabled().get_or_compile(&client, &prog, &opts).unwrap().status, CacheStatus::Disabled);
+    assert_eq!(
+        ExecutableCache::disabled().get_or_compile(&client, &prog, &opts).unwrap().status,
+        CacheStatus::Disabled
+    );
 }
 
 #[test]
@@ -225,20 +246,23 @@ fn one_client_from_four_threads_at_once() {
     let dev = client.devices()[0].clone();
     let (x, y) = tanh_inputs();
     let want = tanh_mm(&f32s(&x), &f32s(&y), 2, 3, 4);
-    let exe = client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
+    let exe =
+        client.compile(&Program::mlir(data("tanh_mm.mlir")), &CompileOptions::default()).unwrap();
     let bx = client.buffer_from_host(&x, &dev).unwrap();
     let by = client.buffer_from_host(&y, &dev).unwrap();
     let barrier = std::sync::Barrier::new(4);
     std::thread::scope(|s| {
         for t in 0..4u32 {
-            let (client, exe, bx, by, dev, want, barrier) = (&client, &exe, &bx, &by, &dev, &want, &barrier);
+            let (client, exe, bx, by, dev, want, barrier) =
+                (&client, &exe, &bx, &by, &dev, &want, &barrier);
             s.spawn(move || {
                 barrier.wait();
                 for i in 0..50u32 {
                     // Shared buffers and per-thread buffers, mixed.
                     let own = HostTensor::from_f32(vec![2, 3], &values(6, 1)).unwrap();
                     let bown = client.buffer_from_host(&own, dev).unwrap();
-                    let args: [&tpuport_pjrt::Buffer; 2] = if (i + t) % 2 == 0 { [bx, by] } else { [&bown, by] };
+                    let args: [&tpuport_pjrt::Buffer; 2] =
+                        if (i + t) % 2 == 0 { [bx, by] } else { [&bown, by] };
                     let out = exe.execute_one(&args).unwrap()[0].to_host().unwrap();
                     assert!(rel_err(&f32s(&out), want) <= 1e-5);
                 }

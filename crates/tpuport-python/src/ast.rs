@@ -471,7 +471,9 @@ impl Expr {
     pub fn root_name(&self) -> Option<&str> {
         match &self.kind {
             ExprKind::Name(n) => Some(n),
-            ExprKind::Attribute { value, .. } | ExprKind::Subscript { value, .. } => value.root_name(),
+            ExprKind::Attribute { value, .. } | ExprKind::Subscript { value, .. } => {
+                value.root_name()
+            }
             ExprKind::Call(c) => c.func.root_name(),
             _ => None,
         }

@@ -57,7 +57,11 @@ fn param(p: &r::Parameter, default: Option<&r::Expr>) -> Param {
 
 fn keywords(ks: &[r::Keyword]) -> Vec<Keyword> {
     ks.iter()
-        .map(|k| Keyword { arg: k.arg.as_ref().map(ident), value: expr(&k.value), span: span(k.range) })
+        .map(|k| Keyword {
+            arg: k.arg.as_ref().map(ident),
+            value: expr(&k.value),
+            span: span(k.range),
+        })
         .collect()
 }
 
@@ -85,7 +89,11 @@ fn stmt(s: &r::Stmt) -> Stmt {
         r::Stmt::ClassDef(c) => StmtKind::ClassDef(ClassDef {
             name: ident(&c.name),
             decorators: c.decorator_list.iter().map(|d| expr(&d.expression)).collect(),
-            bases: c.arguments.as_ref().map(|a| a.args.iter().map(expr).collect()).unwrap_or_default(),
+            bases: c
+                .arguments
+                .as_ref()
+                .map(|a| a.args.iter().map(expr).collect())
+                .unwrap_or_default(),
             keywords: c.arguments.as_ref().map(|a| keywords(&a.keywords)).unwrap_or_default(),
             body: body(&c.body),
         }),
@@ -96,23 +104,32 @@ fn stmt(s: &r::Stmt) -> Stmt {
             orelse: body(&f.orelse),
             is_async: f.is_async,
         }),
-        r::Stmt::While(w) => {
-            StmtKind::While(While { test: expr(&w.test), body: body(&w.body), orelse: body(&w.orelse) })
-        }
+        r::Stmt::While(w) => StmtKind::While(While {
+            test: expr(&w.test),
+            body: body(&w.body),
+            orelse: body(&w.orelse),
+        }),
         r::Stmt::If(i) => StmtKind::If(If {
             test: expr(&i.test),
             body: body(&i.body),
             branches: i
                 .elif_else_clauses
                 .iter()
-                .map(|c| Branch { span: span(c.range), test: c.test.as_ref().map(expr), body: body(&c.body) })
+                .map(|c| Branch {
+                    span: span(c.range),
+                    test: c.test.as_ref().map(expr),
+                    body: body(&c.body),
+                })
                 .collect(),
         }),
         r::Stmt::With(w) => StmtKind::With(With {
             items: w
                 .items
                 .iter()
-                .map(|it| WithItem { context: expr(&it.context_expr), var: it.optional_vars.as_deref().map(expr) })
+                .map(|it| WithItem {
+                    context: expr(&it.context_expr),
+                    var: it.optional_vars.as_deref().map(expr),
+                })
                 .collect(),
             body: body(&w.body),
             is_async: w.is_async,
@@ -130,10 +147,13 @@ fn stmt(s: &r::Stmt) -> Stmt {
             orelse: body(&t.orelse),
             finalbody: body(&t.finalbody),
         }),
-        r::Stmt::Assign(a) => {
-            StmtKind::Assign { targets: a.targets.iter().map(expr).collect(), value: expr(&a.value) }
+        r::Stmt::Assign(a) => StmtKind::Assign {
+            targets: a.targets.iter().map(expr).collect(),
+            value: expr(&a.value),
+        },
+        r::Stmt::AugAssign(a) => {
+            StmtKind::AugAssign { target: expr(&a.target), value: expr(&a.value) }
         }
-        r::Stmt::AugAssign(a) => StmtKind::AugAssign { target: expr(&a.target), value: expr(&a.value) },
         r::Stmt::AnnAssign(a) => StmtKind::AnnAssign {
             target: expr(&a.target),
             annotation: expr(&a.annotation),
@@ -191,14 +211,18 @@ fn cmp(op: r::CmpOp) -> CmpOp {
 fn expr(e: &r::Expr) -> Expr {
     let kind = match e {
         r::Expr::Name(n) => ExprKind::Name(n.id.to_string()),
-        r::Expr::Attribute(a) => ExprKind::Attribute { value: boxed(&a.value), attr: ident(&a.attr) },
+        r::Expr::Attribute(a) => {
+            ExprKind::Attribute { value: boxed(&a.value), attr: ident(&a.attr) }
+        }
         r::Expr::Call(c) => ExprKind::Call(Call {
             func: boxed(&c.func),
             args: c.arguments.args.iter().map(expr).collect(),
             keywords: keywords(&c.arguments.keywords),
             arguments_span: span(c.arguments.range),
         }),
-        r::Expr::Subscript(s) => ExprKind::Subscript { value: boxed(&s.value), slice: boxed(&s.slice) },
+        r::Expr::Subscript(s) => {
+            ExprKind::Subscript { value: boxed(&s.value), slice: boxed(&s.slice) }
+        }
         r::Expr::StringLiteral(s) => ExprKind::Str(s.value.to_str().to_owned()),
         r::Expr::BytesLiteral(_) => ExprKind::Bytes,
         r::Expr::NumberLiteral(n) => match &n.value {
@@ -214,10 +238,13 @@ fn expr(e: &r::Expr) -> Expr {
             ops: c.ops.iter().copied().map(cmp).collect(),
             comparators: c.comparators.iter().map(expr).collect(),
         },
-        r::Expr::BoolOp(b) => {
-            ExprKind::BoolOp { is_and: b.op == r::BoolOp::And, values: b.values.iter().map(expr).collect() }
+        r::Expr::BoolOp(b) => ExprKind::BoolOp {
+            is_and: b.op == r::BoolOp::And,
+            values: b.values.iter().map(expr).collect(),
+        },
+        r::Expr::BinOp(b) => {
+            ExprKind::BinOp { left: boxed(&b.left), op: b.op.as_str(), right: boxed(&b.right) }
         }
-        r::Expr::BinOp(b) => ExprKind::BinOp { left: boxed(&b.left), op: b.op.as_str(), right: boxed(&b.right) },
         r::Expr::UnaryOp(u) => ExprKind::UnaryOp { op: u.op.as_str(), operand: boxed(&u.operand) },
         r::Expr::Tuple(t) => ExprKind::Tuple(t.elts.iter().map(expr).collect()),
         r::Expr::List(l) => ExprKind::List(l.elts.iter().map(expr).collect()),

@@ -82,7 +82,9 @@ mod tests {
         let p = parse_module(src).unwrap();
         assert_eq!(p.comments().len(), 1);
         assert_eq!(p.comments()[0].text, "# noqa");
-        let StmtKind::Assign { value, .. } = &p.module().body[1].kind else { panic!("not an assign") };
+        let StmtKind::Assign { value, .. } = &p.module().body[1].kind else {
+            panic!("not an assign")
+        };
         let ExprKind::Call(call) = &value.kind else { panic!("not a call") };
         assert_eq!(call.func.dotted().as_deref(), Some("model.cuda"));
         assert_eq!(call.arguments_span.slice(src), "(non_blocking=True)");

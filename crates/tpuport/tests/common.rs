@@ -1,6 +1,10 @@
 //! Shared helpers for the binary's integration tests.
 
-#![allow(dead_code, unreachable_pub, reason = "each test file uses a subset; pub within a test crate")]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "each test file uses a subset; pub within a test crate"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::{Path, PathBuf};

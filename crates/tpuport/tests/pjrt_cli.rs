@@ -33,10 +33,7 @@ fn tpuport(cache: &Path, args: &[&str]) -> Out {
 }
 
 fn cpu_plugin_present() {
-    assert!(
-        tpuport_pjrt::find_cpu().is_some(),
-        "CPU PJRT plugin not found: run `make venv`"
-    );
+    assert!(tpuport_pjrt::find_cpu().is_some(), "CPU PJRT plugin not found: run `make venv`");
 }
 
 fn jax(name: &str) -> PathBuf {
@@ -67,7 +64,8 @@ fn run_fixture(cache: &Path, name: &str, form: &str, extra: &[&str]) -> (Out, Pa
     let dir = jax(name);
     let out_dir = cache.join(format!("out-{name}-{form}"));
     let model = dir.join(form);
-    let mut args: Vec<String> = vec!["--format".into(), "json".into(), "run".into(), model.to_str().unwrap().into()];
+    let mut args: Vec<String> =
+        vec!["--format".into(), "json".into(), "run".into(), model.to_str().unwrap().into()];
     args.extend(input_args(&dir));
     args.extend(["--out".into(), out_dir.to_str().unwrap().into()]);
     args.extend(extra.iter().map(|s| (*s).to_owned()));
@@ -88,7 +86,8 @@ fn doctor_lists_the_cpu_plugin() {
     let o = tpuport(tmp.path(), &["--format", "json", "doctor"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
-    let cpu = v["plugins"].as_array().unwrap().iter().find(|p| p["kind"] == "cpu").expect("cpu plugin");
+    let cpu =
+        v["plugins"].as_array().unwrap().iter().find(|p| p["kind"] == "cpu").expect("cpu plugin");
     assert_eq!(cpu["devices"], 4);
     assert_eq!(cpu["info"]["api_version"], serde_json::json!([0, 81]));
     assert_eq!(v["python"]["jax"], "0.10.2");
@@ -129,7 +128,9 @@ fn run_matches_jax_for_text_and_bytecode_and_uses_the_cache() {
 fn sharded_fixtures_run_on_eight_cpu_devices() {
     cpu_plugin_present();
     let tmp = tempfile::tempdir().unwrap();
-    for name in ["mlp_sharded8_dp", "mlp_sharded8_tp", "mlp_sharded8_dp_gspmd", "mlp_sharded8_tp_gspmd"] {
+    for name in
+        ["mlp_sharded8_dp", "mlp_sharded8_tp", "mlp_sharded8_dp_gspmd", "mlp_sharded8_tp_gspmd"]
+    {
         let (o, out) = run_fixture(tmp.path(), name, "jit.mlir", &[]);
         assert_eq!(o.code, 0, "{name}: {}", o.stderr);
         let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
@@ -160,17 +161,29 @@ fn wrong_inputs_are_refused_before_the_plugin_with_the_input_named() {
     a.extend_from_slice(&["--out", o_s]);
     let o = tpuport(tmp.path(), &a);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("input arg0 (argument 0): expected f32[784,512], got i32[784, 512]"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("input arg0 (argument 0): expected f32[784,512], got i32[784, 512]"),
+        "{}",
+        o.stderr
+    );
     // Wrong shape for the last input, by name.
     let bad2 = tmp.path().join("bad2.npy");
-    tpuport_formats::npy::write_npy(&bad2, &HostTensor::from_f32(vec![2, 784], &vec![0.0; 1568]).unwrap()).unwrap();
+    tpuport_formats::npy::write_npy(
+        &bad2,
+        &HostTensor::from_f32(vec![2, 784], &vec![0.0; 1568]).unwrap(),
+    )
+    .unwrap();
     let named = format!("arg4={}", bad2.display());
     let mut a = vec!["run", m];
     a.extend_from_slice(&inputs[..8]);
     a.extend_from_slice(&["--input", &named, "--out", o_s]);
     let o = tpuport(tmp.path(), &a);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("input arg4 (argument 4): expected f32[1,784], got f32[2, 784]"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("input arg4 (argument 4): expected f32[1,784], got f32[2, 784]"),
+        "{}",
+        o.stderr
+    );
     // Too few inputs.
     let mut a = vec!["run", m];
     a.extend_from_slice(&inputs[..8]);
@@ -191,7 +204,17 @@ fn bench_reports_latency_percentiles_and_flops() {
     let model = jax("mlp_b1").join("jit.mlir");
     let o = tpuport(
         tmp.path(),
-        &["--format", "json", "bench", model.to_str().unwrap(), "--iters", "30", "--warmup", "3", "--batch-sweep"],
+        &[
+            "--format",
+            "json",
+            "bench",
+            model.to_str().unwrap(),
+            "--iters",
+            "30",
+            "--warmup",
+            "3",
+            "--batch-sweep",
+        ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
@@ -200,13 +223,18 @@ fn bench_reports_latency_percentiles_and_flops() {
     let batches: Vec<u64> = rows.iter().map(|r| r["batch"].as_u64().unwrap()).collect();
     assert_eq!(batches, vec![1, 128], "{}", o.stdout);
     for r in rows {
-        let (p50, p90, p99) = (r["p50_us"].as_f64().unwrap(), r["p90_us"].as_f64().unwrap(), r["p99_us"].as_f64().unwrap());
+        let (p50, p90, p99) = (
+            r["p50_us"].as_f64().unwrap(),
+            r["p90_us"].as_f64().unwrap(),
+            r["p99_us"].as_f64().unwrap(),
+        );
         assert!(p50 > 0.0 && p50 <= p90 && p90 <= p99, "{r}");
         assert!(r["compile_cached_ms"].as_f64().is_some(), "{r}");
         assert!(r["flops"].as_f64().unwrap() > 800_000.0, "{r}");
         assert!(r["achieved_flop_per_s"].as_f64().unwrap() > 0.0);
     }
-    let o = tpuport(tmp.path(), &["bench", model.to_str().unwrap(), "--iters", "5", "--warmup", "0"]);
+    let o =
+        tpuport(tmp.path(), &["bench", model.to_str().unwrap(), "--iters", "5", "--warmup", "0"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("latency over 5 iters"), "{}", o.stdout);
 }

@@ -39,7 +39,9 @@ fn printed_stablehlo_compiles_and_matches_jax() {
                 .unwrap_or_else(|e| panic!("{name}/{form}: printed module does not compile: {e}"));
             let n_in = model.graph.inputs.len();
             let inputs: Vec<_> = (0..n_in)
-                .map(|i| client.buffer_from_host(&read(&dir.join(format!("inputs/arg{i}.npy"))), dev))
+                .map(|i| {
+                    client.buffer_from_host(&read(&dir.join(format!("inputs/arg{i}.npy"))), dev)
+                })
                 .collect::<Result<_, _>>()
                 .unwrap();
             let args: Vec<&tpuport_pjrt::Buffer> = inputs.iter().collect();

@@ -19,7 +19,11 @@ pub struct AppliedFixes {
 /// with an edit that overlaps an edit already taken (an identical edit counts as already done).
 /// Returns `None` when no fix applied.
 #[must_use]
-pub fn apply_fixes(source: &str, diagnostics: &[Diagnostic], threshold: Applicability) -> Option<AppliedFixes> {
+pub fn apply_fixes(
+    source: &str,
+    diagnostics: &[Diagnostic],
+    threshold: Applicability,
+) -> Option<AppliedFixes> {
     let mut fixes: Vec<(&Diagnostic, &crate::fix::Fix)> = diagnostics
         .iter()
         .filter_map(|d| d.fix.as_ref().map(|f| (d, f)))
@@ -70,7 +74,13 @@ mod tests {
     use crate::fix::Fix;
 
     fn diag(rule: Rule, fix: Fix) -> Diagnostic {
-        Diagnostic { rule, message: String::new(), help: None, span: Span::empty(0), fix: Some(fix) }
+        Diagnostic {
+            rule,
+            message: String::new(),
+            help: None,
+            span: Span::empty(0),
+            fix: Some(fix),
+        }
     }
 
     #[test]
@@ -78,8 +88,14 @@ mod tests {
         let src = "abcdef";
         let import = Edit::insert(0, "X");
         let d = vec![
-            diag(Rule::CudaMethodCall, Fix::safe(vec![import.clone(), Edit::replace(Span::new(1, 3), "B")])),
-            diag(Rule::CudaDeviceString, Fix::safe(vec![import.clone(), Edit::replace(Span::new(2, 4), "C")])),
+            diag(
+                Rule::CudaMethodCall,
+                Fix::safe(vec![import.clone(), Edit::replace(Span::new(1, 3), "B")]),
+            ),
+            diag(
+                Rule::CudaDeviceString,
+                Fix::safe(vec![import.clone(), Edit::replace(Span::new(2, 4), "C")]),
+            ),
             diag(Rule::NcclBackend, Fix::safe(vec![import, Edit::replace(Span::new(4, 5), "E")])),
             diag(Rule::PinMemory, Fix::unsafe_(vec![Edit::delete(Span::new(5, 6))])),
         ];

@@ -7,7 +7,8 @@ use crate::fix::Edit;
 
 /// All arguments of a call (positional and keyword) as spans, in source order.
 fn argument_spans(call: &Call) -> Vec<Span> {
-    let mut spans: Vec<Span> = call.args.iter().map(|a| a.span).chain(call.keywords.iter().map(|k| k.span)).collect();
+    let mut spans: Vec<Span> =
+        call.args.iter().map(|a| a.span).chain(call.keywords.iter().map(|k| k.span)).collect();
     spans.sort();
     spans
 }
@@ -25,7 +26,8 @@ pub fn remove_argument(source: &str, call: &Call, span: Span) -> Edit {
         // The only argument: drop it and any trailing comma up to `)`.
         let close = call.arguments_span.end.saturating_sub(1);
         let tail = Span::new(span.end, close).slice(source);
-        let end = if tail.trim().trim_start_matches(',').trim().is_empty() { close } else { span.end };
+        let end =
+            if tail.trim().trim_start_matches(',').trim().is_empty() { close } else { span.end };
         Edit::delete(Span::new(span.start, end))
     }
 }
@@ -87,8 +89,12 @@ pub fn import_insertion_offset(source: &str, module: &Module) -> u32 {
     let mut offset = 0;
     for stmt in &module.body {
         match &stmt.kind {
-            StmtKind::Import(_) | StmtKind::ImportFrom { .. } => offset = line_end(source, stmt.span.end),
-            StmtKind::Expr(e) if offset == 0 && e.as_str().is_some() => offset = line_end(source, stmt.span.end),
+            StmtKind::Import(_) | StmtKind::ImportFrom { .. } => {
+                offset = line_end(source, stmt.span.end)
+            }
+            StmtKind::Expr(e) if offset == 0 && e.as_str().is_some() => {
+                offset = line_end(source, stmt.span.end)
+            }
             _ => break,
         }
     }

@@ -8,7 +8,8 @@ use super::{Ctx, Note, Proposal, Recipe, call_span};
 use crate::fix::{Edit, edits};
 use crate::rules::jax::missing_donate_argnums::rebinding_call;
 
-pub(super) const RECIPES: &[Recipe] = &[pmap_to_jit, mesh_definitions, replication_helpers, donation];
+pub(super) const RECIPES: &[Recipe] =
+    &[pmap_to_jit, mesh_definitions, replication_helpers, donation];
 
 /// Keywords of `pmap` kept (renamed) on `jit`.
 fn jit_keywords(ctx: &Ctx<'_>, call: &Call, skip_first_arg: bool) -> (Vec<String>, Vec<String>) {
@@ -18,7 +19,9 @@ fn jit_keywords(ctx: &Ctx<'_>, call: &Call, skip_first_arg: bool) -> (Vec<String
         let Some(arg) = &k.arg else { continue };
         let value = k.value.span.slice(ctx.source);
         match arg.name.as_str() {
-            "donate_argnums" | "donate_argnames" | "static_argnames" => kept.push(format!("{}={value}", arg.name)),
+            "donate_argnums" | "donate_argnames" | "static_argnames" => {
+                kept.push(format!("{}={value}", arg.name))
+            }
             "static_broadcasted_argnums" => kept.push(format!("static_argnums={value}")),
             "axis_name" => {}
             other => dropped.push(other.to_owned()),
@@ -42,7 +45,8 @@ fn pmap_to_jit(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<Note>) {
     impl<'a> Visitor<'a> for Find<'_, '_> {
         fn visit_expr(&mut self, e: &'a Expr) {
             let ctx = self.ctx;
-            if ctx.semantic.qualified_name(e).as_deref() == Some("jax.pmap") && e.dotted().is_some() {
+            if ctx.semantic.qualified_name(e).as_deref() == Some("jax.pmap") && e.dotted().is_some()
+            {
                 // Bare reference (decorator `@jax.pmap` or argument of `partial`).
                 self.out.push(Proposal { edits: vec![Edit::replace(e.span, "jax.jit")], description: "`jax.pmap` → `jax.jit` (inputs sharded over the mesh instead of a device axis)".to_owned() });
                 self.notes.push(Note {
@@ -54,15 +58,30 @@ fn pmap_to_jit(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<Note>) {
             if let Some(call) = e.as_call() {
                 let is_pmap = ctx.semantic.resolves_to(&call.func, &["jax.pmap"]);
                 let is_partial_pmap = ctx.semantic.resolves_to(&call.func, &["functools.partial"])
-                    && call.args.first().is_some_and(|a| ctx.semantic.resolves_to(a, &["jax.pmap"]));
+                    && call
+                        .args
+                        .first()
+                        .is_some_and(|a| ctx.semantic.resolves_to(a, &["jax.pmap"]));
                 if is_pmap || is_partial_pmap {
                     let (kept, dropped) = jit_keywords(ctx, call, is_partial_pmap);
-                    let head = if is_partial_pmap { format!("{}(jax.jit", call.func.span.slice(ctx.source)) } else { "jax.jit(".to_owned() };
-                    let mut args: Vec<String> = call.args.iter().skip(usize::from(is_partial_pmap)).map(|a| a.span.slice(ctx.source).to_owned()).collect();
+                    let head = if is_partial_pmap {
+                        format!("{}(jax.jit", call.func.span.slice(ctx.source))
+                    } else {
+                        "jax.jit(".to_owned()
+                    };
+                    let mut args: Vec<String> = call
+                        .args
+                        .iter()
+                        .skip(usize::from(is_partial_pmap))
+                        .map(|a| a.span.slice(ctx.source).to_owned())
+                        .collect();
                     args.extend(kept);
                     let sep = if is_partial_pmap && !args.is_empty() { ", " } else { "" };
                     let text = format!("{head}{sep}{})", args.join(", "));
-                    self.out.push(Proposal { edits: vec![Edit::replace(call_span(call), text)], description: "`jax.pmap` → `jax.jit`".to_owned() });
+                    self.out.push(Proposal {
+                        edits: vec![Edit::replace(call_span(call), text)],
+                        description: "`jax.pmap` → `jax.jit`".to_owned(),
+                    });
                     self.notes.push(Note {
                         at: call.func.span.start,
                         message: "outputs of the former pmap function are global arrays now, not stacked per device: drop `[0]` / `unreplicate` on them and size batches globally".to_owned(),
@@ -92,11 +111,18 @@ fn axis_names(ctx: &Ctx<'_>) -> Vec<String> {
         fn visit_expr(&mut self, e: &'a Expr) {
             if let Some(call) = e.as_call() {
                 let pmapish = self.ctx.semantic.resolves_to(&call.func, &["jax.pmap"])
-                    || call.args.first().is_some_and(|a| self.ctx.semantic.resolves_to(a, &["jax.pmap"]));
+                    || call
+                        .args
+                        .first()
+                        .is_some_and(|a| self.ctx.semantic.resolves_to(a, &["jax.pmap"]));
                 if pmapish && let Some(n) = pmap_axis(call) {
                     self.names.push(n);
                 }
-                let collective = self.ctx.semantic.qualified_name(&call.func).is_some_and(|q| q.starts_with("jax.lax.p"));
+                let collective = self
+                    .ctx
+                    .semantic
+                    .qualified_name(&call.func)
+                    .is_some_and(|q| q.starts_with("jax.lax.p"));
                 if collective && let Some(n) = call.arg(1, "axis_name").and_then(Expr::as_str) {
                     self.names.push(n.to_owned());
                 }
@@ -113,9 +139,17 @@ fn axis_names(ctx: &Ctx<'_>) -> Vec<String> {
 /// Adds the mesh and the two shardings once, after the imports, when the file uses pmap-era
 /// data placement.
 fn mesh_definitions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
-    let needs = ["jax.pmap", "replicate(", "shard(", "device_put_replicated", "device_put_sharded", "data_sharding", "replicated_sharding"]
-        .iter()
-        .any(|n| ctx.source.contains(n));
+    let needs = [
+        "jax.pmap",
+        "replicate(",
+        "shard(",
+        "device_put_replicated",
+        "device_put_sharded",
+        "data_sharding",
+        "replicated_sharding",
+    ]
+    .iter()
+    .any(|n| ctx.source.contains(n));
     if !needs || ctx.source.contains("data_mesh = jax.make_mesh(") {
         return;
     }
@@ -164,8 +198,15 @@ fn replication_helpers(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<N
                     && let [t] = targets.as_slice()
                     && let Some(call) = value.as_call()
                     && self.ctx.semantic.resolves_to(&call.func, &["jax.lax.pmean"])
-                    && call.args.first().and_then(Expr::as_name).is_some_and(|a| t.as_name() == Some(a))
-                    && call.arg(1, "axis_name").and_then(Expr::as_str).is_some_and(|a| self.axes.iter().any(|n| n == a))
+                    && call
+                        .args
+                        .first()
+                        .and_then(Expr::as_name)
+                        .is_some_and(|a| t.as_name() == Some(a))
+                    && call
+                        .arg(1, "axis_name")
+                        .and_then(Expr::as_str)
+                        .is_some_and(|a| self.axes.iter().any(|n| n == a))
                 {
                     self.notes.push(Note {
                         at: s.span.start,
@@ -173,7 +214,8 @@ fn replication_helpers(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<N
                     });
                     self.out.push(Proposal {
                         edits: vec![edits::delete_statement(self.ctx.source, s, body.len() == 1)],
-                        description: "`pmean` over the pmap axis removed (global arrays under jit)".to_owned(),
+                        description: "`pmean` over the pmap axis removed (global arrays under jit)"
+                            .to_owned(),
                     });
                     continue;
                 }
@@ -189,14 +231,23 @@ fn replication_helpers(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<N
             let q = ctx.semantic.qualified_name(&call.func).unwrap_or_default();
             let first = call.args.first().map(|a| a.span.slice(ctx.source).to_owned());
             let (text, what) = match (q.as_str(), &first) {
-                ("flax.jax_utils.replicate", Some(x)) | ("jax.device_put_replicated", Some(x)) => {
-                    (format!("jax.device_put({x}, replicated_sharding)"), "replicated placement with `NamedSharding(mesh, P())`")
+                ("flax.jax_utils.replicate", Some(x)) | ("jax.device_put_replicated", Some(x)) => (
+                    format!("jax.device_put({x}, replicated_sharding)"),
+                    "replicated placement with `NamedSharding(mesh, P())`",
+                ),
+                ("flax.jax_utils.unreplicate", Some(x)) => {
+                    (x.clone(), "no unreplicate: arrays are global under jit")
                 }
-                ("flax.jax_utils.unreplicate", Some(x)) => (x.clone(), "no unreplicate: arrays are global under jit"),
-                ("flax.training.common_utils.shard", Some(x)) => {
-                    (format!("jax.device_put({x}, data_sharding)"), "batch sharded over the mesh instead of reshaped per device")
-                }
-                ("jax.lax.pmean", Some(x)) if call.arg(1, "axis_name").and_then(Expr::as_str).is_some_and(|a| self.axes.iter().any(|n| n == a)) => {
+                ("flax.training.common_utils.shard", Some(x)) => (
+                    format!("jax.device_put({x}, data_sharding)"),
+                    "batch sharded over the mesh instead of reshaped per device",
+                ),
+                ("jax.lax.pmean", Some(x))
+                    if call
+                        .arg(1, "axis_name")
+                        .and_then(Expr::as_str)
+                        .is_some_and(|a| self.axes.iter().any(|n| n == a)) =>
+                {
                     self.notes.push(Note {
                         at: call.func.span.start,
                         message: "removed a `pmean` over the old pmap axis: under jit the value is already global; check that the loss is a mean over the whole batch".to_owned(),
@@ -216,7 +267,10 @@ fn replication_helpers(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<N
                     return;
                 }
             };
-            self.out.push(Proposal { edits: vec![Edit::replace(call_span(call), text)], description: what.to_owned() });
+            self.out.push(Proposal {
+                edits: vec![Edit::replace(call_span(call), text)],
+                description: what.to_owned(),
+            });
         }
     }
     Find { ctx, out, notes, axes }.visit_body(&ctx.parsed.module().body);
@@ -228,7 +282,11 @@ fn donation(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
     super::tf_tpu::visit_bodies(&ctx.parsed.module().body, &mut |body| {
         for s in body {
             if let Some((f, idx, _)) = rebinding_call(s)
-                && ctx.semantic.jitted.get(f).is_some_and(|i| !i.donates && i.transform == "jax.jit")
+                && ctx
+                    .semantic
+                    .jitted
+                    .get(f)
+                    .is_some_and(|i| !i.donates && i.transform == "jax.jit")
                 && !wanted.iter().any(|(n, _)| n == f)
             {
                 wanted.push((f.to_owned(), idx));
@@ -236,20 +294,40 @@ fn donation(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
         }
     });
     for (name, idx) in wanted {
-        let nums = if idx.len() == 1 { format!("({},)", idx[0]) } else { format!("({})", idx.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")) };
+        let nums = if idx.len() == 1 {
+            format!("({},)", idx[0])
+        } else {
+            format!("({})", idx.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+        };
         let Some(site) = find_site(ctx, &name) else { continue };
         let edit = match site {
             Site::Bare(span) => {
-                let partial = if ctx.semantic.binding("partial") == Some("functools.partial") { "partial" } else { "functools.partial" };
-                let mut v = vec![Edit::replace(span, format!("{partial}(jax.jit, donate_argnums={nums})"))];
+                let partial = if ctx.semantic.binding("partial") == Some("functools.partial") {
+                    "partial"
+                } else {
+                    "functools.partial"
+                };
+                let mut v =
+                    vec![Edit::replace(span, format!("{partial}(jax.jit, donate_argnums={nums})"))];
                 if partial == "functools.partial" {
-                    v.extend(edits::add_import(ctx.source, ctx.parsed.module(), "import functools"));
+                    v.extend(edits::add_import(
+                        ctx.source,
+                        ctx.parsed.module(),
+                        "import functools",
+                    ));
                 }
                 v
             }
-            Site::Call(call) => vec![edits::append_argument(call, &format!("donate_argnums={nums}"))],
+            Site::Call(call) => {
+                vec![edits::append_argument(call, &format!("donate_argnums={nums}"))]
+            }
         };
-        out.push(Proposal { edits: edit, description: format!("`{name}`: `donate_argnums={nums}` (inputs rebound to outputs reuse their buffers)") });
+        out.push(Proposal {
+            edits: edit,
+            description: format!(
+                "`{name}`: `donate_argnums={nums}` (inputs rebound to outputs reuse their buffers)"
+            ),
+        });
     }
 }
 

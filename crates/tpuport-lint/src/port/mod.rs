@@ -159,7 +159,10 @@ pub fn port_source(source: &str, target: Target) -> Result<PortResult, tpuport_p
         for d in lint_parsed(&current, &parsed, &fix_rules).diagnostics {
             if let Some(f) = d.fix.filter(|f| f.applies(Applicability::Unsafe)) {
                 let what = d.help.clone().unwrap_or_else(|| d.message.clone());
-                proposals.push(Proposal { edits: f.edits().to_vec(), description: format!("{}: {what}", d.rule.code()) });
+                proposals.push(Proposal {
+                    edits: f.edits().to_vec(),
+                    description: format!("{}: {what}", d.rule.code()),
+                });
             }
         }
         for n in pass_notes {
@@ -190,15 +193,27 @@ pub fn port_source(source: &str, target: Target) -> Result<PortResult, tpuport_p
         .map(|d| {
             let lc = lines.line_col(&current, d.span.start);
             let help = d.help.map(|h| format!(" — {h}")).unwrap_or_default();
-            ManualStep { line: lc.line, column: lc.column, code: d.rule.code().to_owned(), message: format!("{}{help}", d.message) }
+            ManualStep {
+                line: lc.line,
+                column: lc.column,
+                code: d.rule.code().to_owned(),
+                message: format!("{}{help}", d.message),
+            }
         })
         .collect();
     for note in notes {
         let lc = lines.line_col(&current, note.at.min(u32::try_from(current.len()).unwrap_or(0)));
-        manual.push(ManualStep { line: lc.line, column: lc.column, code: "PORT".to_owned(), message: note.message });
+        manual.push(ManualStep {
+            line: lc.line,
+            column: lc.column,
+            code: "PORT".to_owned(),
+            message: note.message,
+        });
     }
-    let mut changes: Vec<Change> =
-        changes.into_iter().map(|(at, description)| Change { line: lines.line_col(&current, at).line, description }).collect();
+    let mut changes: Vec<Change> = changes
+        .into_iter()
+        .map(|(at, description)| Change { line: lines.line_col(&current, at).line, description })
+        .collect();
     changes.sort_by_key(|c| c.line);
     manual.sort_by(|a, b| (a.line, a.column, &a.code).cmp(&(b.line, b.column, &b.code)));
     manual.dedup();
@@ -242,7 +257,12 @@ fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
         if clash || bad {
             continue;
         }
-        let at = p.edits.iter().filter(|e| !e.content.starts_with("import ") && !e.content.starts_with("from ")).map(|e| e.range.start).min();
+        let at = p
+            .edits
+            .iter()
+            .filter(|e| !e.content.starts_with("import ") && !e.content.starts_with("from "))
+            .map(|e| e.range.start)
+            .min();
         applied.push((at.unwrap_or_else(|| fresh[0].range.start), p.description));
         taken.extend(fresh);
     }

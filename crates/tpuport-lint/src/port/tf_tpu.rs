@@ -35,7 +35,12 @@ fn mirrored_to_tpu_strategy(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut
         if tf == "tensorflow" {
             v.extend(edits::add_import(ctx.source, ctx.parsed.module(), "import tensorflow"));
         }
-        out.push(Proposal { edits: v, description: "strategy: `TPUClusterResolver` + `TPUStrategy` (tpu=\"local\" on a TPU VM)".to_owned() });
+        out.push(Proposal {
+            edits: v,
+            description:
+                "strategy: `TPUClusterResolver` + `TPUStrategy` (tpu=\"local\" on a TPU VM)"
+                    .to_owned(),
+        });
     });
 }
 
@@ -49,7 +54,13 @@ fn build_inside_scope(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<No
     for_each_stmt(&ctx.parsed.module().body, &mut |s| {
         if let StmtKind::Assign { targets, value } = &s.kind
             && let Some(call) = value.as_call()
-            && ctx.semantic.resolves_to(&call.func, &["tensorflow.distribute.TPUStrategy", "tensorflow.distribute.experimental.TPUStrategy"])
+            && ctx.semantic.resolves_to(
+                &call.func,
+                &[
+                    "tensorflow.distribute.TPUStrategy",
+                    "tensorflow.distribute.experimental.TPUStrategy",
+                ],
+            )
             && let [t] = targets.as_slice()
         {
             strategy = t.as_name().map(str::to_owned);
@@ -130,5 +141,3 @@ pub(super) fn visit_bodies<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a [Stmt])) 
         }
     }
 }
-
-

@@ -29,12 +29,25 @@ impl Default for TextOptions {
 
 /// Renders one diagnostic with its frame.
 #[must_use]
-pub fn render_diagnostic(path: &str, source: &str, lines: &LineIndex, d: &Diagnostic, opts: TextOptions) -> String {
+pub fn render_diagnostic(
+    path: &str,
+    source: &str,
+    lines: &LineIndex,
+    d: &Diagnostic,
+    opts: TextOptions,
+) -> String {
     let mut out = String::new();
     let start = lines.line_col(source, d.span.start);
     let fixable = d.fix.as_ref().is_some_and(|f| f.applies(opts.threshold));
     let marker = if fixable { "[*] " } else { "" };
-    let _ = writeln!(out, "{path}:{}:{}: {} {marker}{}", start.line, start.column, d.rule.code(), d.message);
+    let _ = writeln!(
+        out,
+        "{path}:{}:{}: {} {marker}{}",
+        start.line,
+        start.column,
+        d.rule.code(),
+        d.message
+    );
 
     let line0 = lines.line_of(d.span.start);
     let first = line0.saturating_sub(opts.context);
@@ -48,10 +61,21 @@ pub fn render_diagnostic(path: &str, source: &str, lines: &LineIndex, d: &Diagno
         if l == line0 {
             let line_text = lines.line_text(source, l);
             let line_start = lines.line_start(l) as usize;
-            let col_chars = line_text.get(..(d.span.start as usize - line_start).min(line_text.len())).map_or(0, |s| s.chars().count());
+            let col_chars = line_text
+                .get(..(d.span.start as usize - line_start).min(line_text.len()))
+                .map_or(0, |s| s.chars().count());
             let end_in_line = (d.span.end as usize).min(line_start + line_text.len());
-            let len_chars = source.get(d.span.start as usize..end_in_line).map_or(1, |s| s.chars().count()).max(1);
-            let _ = writeln!(out, "{pad} | {}{} {}", " ".repeat(col_chars), "^".repeat(len_chars), d.rule.code());
+            let len_chars = source
+                .get(d.span.start as usize..end_in_line)
+                .map_or(1, |s| s.chars().count())
+                .max(1);
+            let _ = writeln!(
+                out,
+                "{pad} | {}{} {}",
+                " ".repeat(col_chars),
+                "^".repeat(len_chars),
+                d.rule.code()
+            );
         }
     }
     let _ = writeln!(out, "{pad} |");
@@ -89,7 +113,12 @@ pub fn render_summary(reports: &[FileReport], threshold: Applicability) -> Strin
     let remaining = all.len();
     let mut out = String::new();
     if fixed > 0 {
-        let _ = writeln!(out, "Found {} finding{} ({fixed} fixed, {remaining} remaining).", fixed + remaining, plural(fixed + remaining));
+        let _ = writeln!(
+            out,
+            "Found {} finding{} ({fixed} fixed, {remaining} remaining).",
+            fixed + remaining,
+            plural(fixed + remaining)
+        );
     } else if remaining > 0 {
         let _ = writeln!(out, "Found {remaining} finding{}.", plural(remaining));
     } else {
@@ -98,16 +127,28 @@ pub fn render_summary(reports: &[FileReport], threshold: Applicability) -> Strin
     let safe = all.iter().filter(|d| d.fix.as_ref().is_some_and(|f| f.applies(threshold))).count();
     let hidden = all
         .iter()
-        .filter(|d| d.fix.as_ref().is_some_and(|f| f.applicability == Applicability::Unsafe && !f.applies(threshold)))
+        .filter(|d| {
+            d.fix
+                .as_ref()
+                .is_some_and(|f| f.applicability == Applicability::Unsafe && !f.applies(threshold))
+        })
         .count();
     if safe > 0 {
         let _ = write!(out, "[*] {safe} fixable with the `--fix` option");
         if hidden > 0 {
-            let _ = write!(out, " ({hidden} hidden fix{} can be enabled with the `--unsafe-fixes` option)", if hidden == 1 { "" } else { "es" });
+            let _ = write!(
+                out,
+                " ({hidden} hidden fix{} can be enabled with the `--unsafe-fixes` option)",
+                if hidden == 1 { "" } else { "es" }
+            );
         }
         out.push_str(".\n");
     } else if hidden > 0 {
-        let _ = writeln!(out, "No fixes available ({hidden} hidden fix{} can be enabled with the `--unsafe-fixes` option).", if hidden == 1 { "" } else { "es" });
+        let _ = writeln!(
+            out,
+            "No fixes available ({hidden} hidden fix{} can be enabled with the `--unsafe-fixes` option).",
+            if hidden == 1 { "" } else { "es" }
+        );
     }
     out
 }
@@ -125,7 +166,8 @@ pub fn render_statistics(reports: &[FileReport], threshold: Applicability) -> St
         e.0 += 1;
         e.1 |= d.fix.as_ref().is_some_and(|f| f.applies(threshold));
     }
-    let mut rows: Vec<(Rule, usize, bool)> = counts.into_iter().map(|(r, (n, f))| (r, n, f)).collect();
+    let mut rows: Vec<(Rule, usize, bool)> =
+        counts.into_iter().map(|(r, (n, f))| (r, n, f)).collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let width = rows.iter().map(|r| r.1.to_string().len()).max().unwrap_or(1);
     let mut out = String::new();

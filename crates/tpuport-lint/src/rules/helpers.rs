@@ -16,14 +16,18 @@ pub(crate) fn method(call: &Call) -> Option<(&Expr, &str)> {
 /// Span from the `.method` name to the end of the call (`cuda()` in `x.cuda()`).
 pub(crate) fn method_span(call: &Call) -> Option<Span> {
     match &call.func.kind {
-        ExprKind::Attribute { attr, .. } => Some(Span::new(attr.span.start, call.arguments_span.end)),
+        ExprKind::Attribute { attr, .. } => {
+            Some(Span::new(attr.span.start, call.arguments_span.end))
+        }
         _ => None,
     }
 }
 
 /// A keyword's boolean state: `None` absent, `Some(false)` literal `False`, `Some(true)` anything else.
 pub(crate) fn keyword_truthy(call: &Call, name: &str) -> Option<bool> {
-    call.keyword(name).map(|k| !matches!(k.value.kind, ExprKind::Bool(false) | ExprKind::NoneLit | ExprKind::Int(Some(0))))
+    call.keyword(name).map(|k| {
+        !matches!(k.value.kind, ExprKind::Bool(false) | ExprKind::NoneLit | ExprKind::Int(Some(0)))
+    })
 }
 
 /// Whether a string names a CUDA device (`cuda`, `cuda:0`).
@@ -41,15 +45,20 @@ pub(crate) fn is_builtin_call(checker: &Checker, call: &Call, name: &str) -> boo
 pub(crate) fn env_var_set<'a>(checker: &Checker, stmt: &'a Stmt) -> Option<(&'a str, Span)> {
     match &stmt.kind {
         StmtKind::Assign { targets, .. } => targets.iter().find_map(|t| match &t.kind {
-            ExprKind::Subscript { value, slice } if checker.semantic.resolves_to(value, &["os.environ"]) => {
+            ExprKind::Subscript { value, slice }
+                if checker.semantic.resolves_to(value, &["os.environ"]) =>
+            {
                 slice.as_str().map(|s| (s, slice.span))
             }
             _ => None,
         }),
         StmtKind::Expr(e) => {
             let call = e.as_call()?;
-            let ok = checker.semantic.resolves_to(&call.func, &["os.environ.setdefault", "os.putenv"])
-                || method(call).is_some_and(|(r, m)| m == "setdefault" && checker.semantic.resolves_to(r, &["os.environ"]));
+            let ok =
+                checker.semantic.resolves_to(&call.func, &["os.environ.setdefault", "os.putenv"])
+                    || method(call).is_some_and(|(r, m)| {
+                        m == "setdefault" && checker.semantic.resolves_to(r, &["os.environ"])
+                    });
             if !ok {
                 return None;
             }
@@ -64,15 +73,33 @@ pub(crate) fn env_var_set<'a>(checker: &Checker, stmt: &'a Stmt) -> Option<(&'a 
 /// dataset methods, or a variable named like a dataset).
 pub(crate) fn is_tf_dataset(checker: &Checker, expr: &Expr) -> bool {
     const METHODS: &[&str] = &[
-        "shuffle", "map", "repeat", "cache", "from_tensor_slices", "from_tensors", "from_generator", "interleave",
-        "filter", "prefetch", "take", "skip", "zip", "list_files", "unbatch", "with_options", "range", "apply",
+        "shuffle",
+        "map",
+        "repeat",
+        "cache",
+        "from_tensor_slices",
+        "from_tensors",
+        "from_generator",
+        "interleave",
+        "filter",
+        "prefetch",
+        "take",
+        "skip",
+        "zip",
+        "list_files",
+        "unbatch",
+        "with_options",
+        "range",
+        "apply",
     ];
     if checker.semantic.qualified_name(expr).is_some_and(|q| q.starts_with("tensorflow.data")) {
         return true;
     }
     match &expr.kind {
         ExprKind::Call(c) => match method(c) {
-            Some((recv, m)) => METHODS.contains(&m) && (is_tf_dataset(checker, recv) || recv.dotted().is_some()),
+            Some((recv, m)) => {
+                METHODS.contains(&m) && (is_tf_dataset(checker, recv) || recv.dotted().is_some())
+            }
             None => false,
         },
         ExprKind::Name(n) => {
@@ -86,5 +113,8 @@ pub(crate) fn is_tf_dataset(checker: &Checker, expr: &Expr) -> bool {
 
 /// Whether `call` is `torch.utils.data.DataLoader(...)`.
 pub(crate) fn is_dataloader(checker: &Checker, call: &Call) -> bool {
-    checker.semantic.resolves_to(&call.func, &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"])
+    checker.semantic.resolves_to(
+        &call.func,
+        &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"],
+    )
 }

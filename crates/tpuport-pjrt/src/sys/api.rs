@@ -25,77 +25,135 @@ pub(crate) struct PJRT_Api {
     pub(crate) pjrt_api_version: PJRT_Api_Version,
     pub(crate) PJRT_Error_Destroy: Option<unsafe extern "C" fn(*mut PJRT_Error_Destroy_Args)>,
     pub(crate) PJRT_Error_Message: Option<unsafe extern "C" fn(*mut PJRT_Error_Message_Args)>,
-    pub(crate) PJRT_Error_GetCode: Option<unsafe extern "C" fn(*mut PJRT_Error_GetCode_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Plugin_Initialize: Option<unsafe extern "C" fn(*mut PJRT_Plugin_Initialize_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Plugin_Attributes: Option<unsafe extern "C" fn(*mut PJRT_Plugin_Attributes_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Event_Destroy: Option<unsafe extern "C" fn(*mut PJRT_Event_Destroy_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Event_IsReady: Option<unsafe extern "C" fn(*mut PJRT_Event_IsReady_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Event_Error: Option<unsafe extern "C" fn(*mut PJRT_Event_Error_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Event_Await: Option<unsafe extern "C" fn(*mut PJRT_Event_Await_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Error_GetCode:
+        Option<unsafe extern "C" fn(*mut PJRT_Error_GetCode_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Plugin_Initialize:
+        Option<unsafe extern "C" fn(*mut PJRT_Plugin_Initialize_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Plugin_Attributes:
+        Option<unsafe extern "C" fn(*mut PJRT_Plugin_Attributes_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Event_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_Event_Destroy_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Event_IsReady:
+        Option<unsafe extern "C" fn(*mut PJRT_Event_IsReady_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Event_Error:
+        Option<unsafe extern "C" fn(*mut PJRT_Event_Error_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Event_Await:
+        Option<unsafe extern "C" fn(*mut PJRT_Event_Await_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Event_OnReady: PJRT_UnusedFn,
-    pub(crate) PJRT_Client_Create: Option<unsafe extern "C" fn(*mut PJRT_Client_Create_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_Destroy: Option<unsafe extern "C" fn(*mut PJRT_Client_Destroy_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_PlatformName: Option<unsafe extern "C" fn(*mut PJRT_Client_PlatformName_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_ProcessIndex: Option<unsafe extern "C" fn(*mut PJRT_Client_ProcessIndex_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_PlatformVersion: Option<unsafe extern "C" fn(*mut PJRT_Client_PlatformVersion_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_Devices: Option<unsafe extern "C" fn(*mut PJRT_Client_Devices_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_AddressableDevices: Option<unsafe extern "C" fn(*mut PJRT_Client_AddressableDevices_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_Create:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_Create_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_Destroy_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_PlatformName:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_PlatformName_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_ProcessIndex:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_ProcessIndex_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_PlatformVersion:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_PlatformVersion_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_Devices:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_Devices_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_AddressableDevices:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_AddressableDevices_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Client_LookupDevice: PJRT_UnusedFn,
     pub(crate) PJRT_Client_LookupAddressableDevice: PJRT_UnusedFn,
     pub(crate) PJRT_Client_AddressableMemories: PJRT_UnusedFn,
-    pub(crate) PJRT_Client_Compile: Option<unsafe extern "C" fn(*mut PJRT_Client_Compile_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_DefaultDeviceAssignment: Option<unsafe extern "C" fn(*mut PJRT_Client_DefaultDeviceAssignment_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_BufferFromHostBuffer: Option<unsafe extern "C" fn(*mut PJRT_Client_BufferFromHostBuffer_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_DeviceDescription_Id: Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_Id_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_DeviceDescription_ProcessIndex: Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_ProcessIndex_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_DeviceDescription_Attributes: Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_Attributes_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_DeviceDescription_Kind: Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_Kind_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_DeviceDescription_DebugString: Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_DebugString_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_DeviceDescription_ToString: Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_ToString_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Device_GetDescription: Option<unsafe extern "C" fn(*mut PJRT_Device_GetDescription_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Device_IsAddressable: Option<unsafe extern "C" fn(*mut PJRT_Device_IsAddressable_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Device_LocalHardwareId: Option<unsafe extern "C" fn(*mut PJRT_Device_LocalHardwareId_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_Compile:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_Compile_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_DefaultDeviceAssignment: Option<
+        unsafe extern "C" fn(*mut PJRT_Client_DefaultDeviceAssignment_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_Client_BufferFromHostBuffer:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_BufferFromHostBuffer_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_DeviceDescription_Id:
+        Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_Id_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_DeviceDescription_ProcessIndex: Option<
+        unsafe extern "C" fn(*mut PJRT_DeviceDescription_ProcessIndex_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_DeviceDescription_Attributes: Option<
+        unsafe extern "C" fn(*mut PJRT_DeviceDescription_Attributes_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_DeviceDescription_Kind:
+        Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_Kind_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_DeviceDescription_DebugString: Option<
+        unsafe extern "C" fn(*mut PJRT_DeviceDescription_DebugString_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_DeviceDescription_ToString:
+        Option<unsafe extern "C" fn(*mut PJRT_DeviceDescription_ToString_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Device_GetDescription:
+        Option<unsafe extern "C" fn(*mut PJRT_Device_GetDescription_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Device_IsAddressable:
+        Option<unsafe extern "C" fn(*mut PJRT_Device_IsAddressable_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Device_LocalHardwareId:
+        Option<unsafe extern "C" fn(*mut PJRT_Device_LocalHardwareId_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Device_AddressableMemories: PJRT_UnusedFn,
     pub(crate) PJRT_Device_DefaultMemory: PJRT_UnusedFn,
-    pub(crate) PJRT_Device_MemoryStats: Option<unsafe extern "C" fn(*mut PJRT_Device_MemoryStats_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Device_MemoryStats:
+        Option<unsafe extern "C" fn(*mut PJRT_Device_MemoryStats_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Memory_Id: PJRT_UnusedFn,
     pub(crate) PJRT_Memory_Kind: PJRT_UnusedFn,
     pub(crate) PJRT_Memory_DebugString: PJRT_UnusedFn,
     pub(crate) PJRT_Memory_ToString: PJRT_UnusedFn,
     pub(crate) PJRT_Memory_AddressableByDevices: PJRT_UnusedFn,
-    pub(crate) PJRT_Executable_Destroy: Option<unsafe extern "C" fn(*mut PJRT_Executable_Destroy_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_Name: Option<unsafe extern "C" fn(*mut PJRT_Executable_Name_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_NumReplicas: Option<unsafe extern "C" fn(*mut PJRT_Executable_NumReplicas_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_NumPartitions: Option<unsafe extern "C" fn(*mut PJRT_Executable_NumPartitions_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_NumOutputs: Option<unsafe extern "C" fn(*mut PJRT_Executable_NumOutputs_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_SizeOfGeneratedCodeInBytes: Option<unsafe extern "C" fn(*mut PJRT_Executable_SizeOfGeneratedCodeInBytes_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_GetCostAnalysis: Option<unsafe extern "C" fn(*mut PJRT_Executable_GetCostAnalysis_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_Destroy_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_Name:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_Name_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_NumReplicas:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_NumReplicas_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_NumPartitions:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_NumPartitions_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_NumOutputs:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_NumOutputs_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_SizeOfGeneratedCodeInBytes: Option<
+        unsafe extern "C" fn(
+            *mut PJRT_Executable_SizeOfGeneratedCodeInBytes_Args,
+        ) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_Executable_GetCostAnalysis:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_GetCostAnalysis_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Executable_OutputMemoryKinds: PJRT_UnusedFn,
     pub(crate) PJRT_Executable_OptimizedProgram: PJRT_UnusedFn,
-    pub(crate) PJRT_Executable_Serialize: Option<unsafe extern "C" fn(*mut PJRT_Executable_Serialize_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_LoadedExecutable_Destroy: Option<unsafe extern "C" fn(*mut PJRT_LoadedExecutable_Destroy_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_LoadedExecutable_GetExecutable: Option<unsafe extern "C" fn(*mut PJRT_LoadedExecutable_GetExecutable_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_LoadedExecutable_AddressableDevices: Option<unsafe extern "C" fn(*mut PJRT_LoadedExecutable_AddressableDevices_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_Serialize:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_Serialize_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_LoadedExecutable_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_LoadedExecutable_Destroy_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_LoadedExecutable_GetExecutable: Option<
+        unsafe extern "C" fn(*mut PJRT_LoadedExecutable_GetExecutable_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_LoadedExecutable_AddressableDevices: Option<
+        unsafe extern "C" fn(*mut PJRT_LoadedExecutable_AddressableDevices_Args) -> *mut PJRT_Error,
+    >,
     pub(crate) PJRT_LoadedExecutable_Delete: PJRT_UnusedFn,
     pub(crate) PJRT_LoadedExecutable_IsDeleted: PJRT_UnusedFn,
-    pub(crate) PJRT_LoadedExecutable_Execute: Option<unsafe extern "C" fn(*mut PJRT_LoadedExecutable_Execute_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_DeserializeAndLoad: Option<unsafe extern "C" fn(*mut PJRT_Executable_DeserializeAndLoad_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_LoadedExecutable_Execute:
+        Option<unsafe extern "C" fn(*mut PJRT_LoadedExecutable_Execute_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_DeserializeAndLoad: Option<
+        unsafe extern "C" fn(*mut PJRT_Executable_DeserializeAndLoad_Args) -> *mut PJRT_Error,
+    >,
     pub(crate) PJRT_LoadedExecutable_Fingerprint: PJRT_UnusedFn,
-    pub(crate) PJRT_Buffer_Destroy: Option<unsafe extern "C" fn(*mut PJRT_Buffer_Destroy_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Buffer_ElementType: Option<unsafe extern "C" fn(*mut PJRT_Buffer_ElementType_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Buffer_Dimensions: Option<unsafe extern "C" fn(*mut PJRT_Buffer_Dimensions_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_Destroy_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_ElementType:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_ElementType_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_Dimensions:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_Dimensions_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Buffer_UnpaddedDimensions: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_DynamicDimensionIndices: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_GetMemoryLayout: PJRT_UnusedFn,
-    pub(crate) PJRT_Buffer_OnDeviceSizeInBytes: Option<unsafe extern "C" fn(*mut PJRT_Buffer_OnDeviceSizeInBytes_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Buffer_Device: Option<unsafe extern "C" fn(*mut PJRT_Buffer_Device_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_OnDeviceSizeInBytes:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_OnDeviceSizeInBytes_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_Device:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_Device_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Buffer_Memory: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_Delete: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_IsDeleted: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_CopyToDevice: PJRT_UnusedFn,
-    pub(crate) PJRT_Buffer_ToHostBuffer: Option<unsafe extern "C" fn(*mut PJRT_Buffer_ToHostBuffer_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Buffer_IsOnCpu: Option<unsafe extern "C" fn(*mut PJRT_Buffer_IsOnCpu_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Buffer_ReadyEvent: Option<unsafe extern "C" fn(*mut PJRT_Buffer_ReadyEvent_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_ToHostBuffer:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_ToHostBuffer_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_IsOnCpu:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_IsOnCpu_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Buffer_ReadyEvent:
+        Option<unsafe extern "C" fn(*mut PJRT_Buffer_ReadyEvent_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Buffer_UnsafePointer: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_IncreaseExternalReferenceCount: PJRT_UnusedFn,
     pub(crate) PJRT_Buffer_DecreaseExternalReferenceCount: PJRT_UnusedFn,
@@ -107,19 +165,34 @@ pub(crate) struct PJRT_Api {
     pub(crate) PJRT_CopyToDeviceStream_CurrentBytes: PJRT_UnusedFn,
     pub(crate) PJRT_TopologyDescription_Create: PJRT_UnusedFn,
     pub(crate) PJRT_TopologyDescription_Destroy: PJRT_UnusedFn,
-    pub(crate) PJRT_TopologyDescription_PlatformName: Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_PlatformName_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_TopologyDescription_PlatformVersion: Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_PlatformVersion_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_TopologyDescription_GetDeviceDescriptions: Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_GetDeviceDescriptions_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_TopologyDescription_PlatformName: Option<
+        unsafe extern "C" fn(*mut PJRT_TopologyDescription_PlatformName_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_TopologyDescription_PlatformVersion: Option<
+        unsafe extern "C" fn(*mut PJRT_TopologyDescription_PlatformVersion_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_TopologyDescription_GetDeviceDescriptions: Option<
+        unsafe extern "C" fn(
+            *mut PJRT_TopologyDescription_GetDeviceDescriptions_Args,
+        ) -> *mut PJRT_Error,
+    >,
     pub(crate) PJRT_TopologyDescription_Serialize: PJRT_UnusedFn,
     pub(crate) PJRT_TopologyDescription_Attributes: PJRT_UnusedFn,
     pub(crate) PJRT_Compile: PJRT_UnusedFn,
-    pub(crate) PJRT_Executable_OutputElementTypes: Option<unsafe extern "C" fn(*mut PJRT_Executable_OutputElementTypes_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_OutputDimensions: Option<unsafe extern "C" fn(*mut PJRT_Executable_OutputDimensions_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_OutputElementTypes: Option<
+        unsafe extern "C" fn(*mut PJRT_Executable_OutputElementTypes_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_Executable_OutputDimensions:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_OutputDimensions_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Buffer_CopyToMemory: PJRT_UnusedFn,
     pub(crate) PJRT_Client_CreateViewOfDeviceBuffer: PJRT_UnusedFn,
-    pub(crate) PJRT_Executable_Fingerprint: Option<unsafe extern "C" fn(*mut PJRT_Executable_Fingerprint_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Client_TopologyDescription: Option<unsafe extern "C" fn(*mut PJRT_Client_TopologyDescription_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_GetCompiledMemoryStats: Option<unsafe extern "C" fn(*mut PJRT_Executable_GetCompiledMemoryStats_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_Fingerprint:
+        Option<unsafe extern "C" fn(*mut PJRT_Executable_Fingerprint_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Client_TopologyDescription:
+        Option<unsafe extern "C" fn(*mut PJRT_Client_TopologyDescription_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_Executable_GetCompiledMemoryStats: Option<
+        unsafe extern "C" fn(*mut PJRT_Executable_GetCompiledMemoryStats_Args) -> *mut PJRT_Error,
+    >,
     pub(crate) PJRT_Memory_Kind_Id: PJRT_UnusedFn,
     pub(crate) PJRT_ExecuteContext_Create: PJRT_UnusedFn,
     pub(crate) PJRT_ExecuteContext_Destroy: PJRT_UnusedFn,

@@ -12,8 +12,16 @@
 //! with constants, so a value the plugin returns that this header does not know is still a
 //! valid Rust value.
 
-#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, reason = "C names kept as in pjrt_c_api.h")]
-#![allow(dead_code, reason = "declarations mirror the header; not every constructor and constant is used")]
+#![allow(
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    reason = "C names kept as in pjrt_c_api.h"
+)]
+#![allow(
+    dead_code,
+    reason = "declarations mirror the header; not every constructor and constant is used"
+)]
 
 mod api;
 mod args;
@@ -149,7 +157,8 @@ pub(crate) const PJRT_Buffer_Type_U4: PJRT_Buffer_Type = 22;
 
 /// `PJRT_HostBufferSemantics`.
 pub(crate) type PJRT_HostBufferSemantics = c_int;
-pub(crate) const PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes: PJRT_HostBufferSemantics = 1;
+pub(crate) const PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes:
+    PJRT_HostBufferSemantics = 1;
 
 /// `PJRT_Program`: code plus its format (`mlir`, `hlo`, `hlo_with_config`).
 #[repr(C)]

@@ -94,6 +94,11 @@ pub fn read_npy(path: &std::path::Path) -> HostTensor {
     };
     let shape_s = header.split("'shape':").nth(1).unwrap();
     let shape_s = &shape_s[shape_s.find('(').unwrap() + 1..shape_s.find(')').unwrap()];
-    let shape: Vec<u64> = shape_s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    let shape: Vec<u64> = shape_s
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
     HostTensor::new(dtype, shape, bytes[start + hlen..].to_vec()).unwrap()
 }

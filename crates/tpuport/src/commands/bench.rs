@@ -78,7 +78,9 @@ pub(crate) fn run(a: &BenchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     match g.format {
         Format::Json => p.data(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&serde_json::json!({"schema": "tpuport.bench/1", "results": rows}))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({"schema": "tpuport.bench/1", "results": rows})
+            )?
         )),
         _ => p.data(&render(&rows)),
     }
@@ -87,7 +89,11 @@ pub(crate) fn run(a: &BenchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
 
 fn bench_one(path: &Path, a: &BenchArgs, p: &Printer) -> anyhow::Result<Row> {
     let module = Module::load(path, p)?;
-    let inputs = if a.inputs.is_empty() { random_inputs(&module)? } else { read_inputs(&a.inputs, &module)? };
+    let inputs = if a.inputs.is_empty() {
+        random_inputs(&module)?
+    } else {
+        read_inputs(&a.inputs, &module)?
+    };
     module.check_inputs(&inputs)?;
     let rt = a.runtime.open(&module, p)?;
     let opts = module.compile_options();
@@ -111,7 +117,10 @@ fn bench_one(path: &Path, a: &BenchArgs, p: &Printer) -> anyhow::Result<Row> {
             if again.status == tpuport_pjrt::CacheStatus::Hit {
                 compile_cached = Some(again.elapsed);
             } else {
-                p.warn(&format!("executable cache not usable ({:?})", ExecutableCache::default_dir()));
+                p.warn(&format!(
+                    "executable cache not usable ({:?})",
+                    ExecutableCache::default_dir()
+                ));
             }
             again.executable
         }
@@ -130,21 +139,28 @@ fn bench_one(path: &Path, a: &BenchArgs, p: &Printer) -> anyhow::Result<Row> {
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let pct = |q: f64| {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
         let i = ((times.len() as f64 - 1.0) * q).round() as usize;
         us(times[i])
     };
     #[allow(clippy::cast_precision_loss)]
     let mean = times.iter().map(|d| us(*d)).sum::<f64>() / times.len() as f64;
-    let flops = exe.executable().cost_analysis().ok().and_then(|c| match tpuport_pjrt::find_value(&c, "flops") {
-        Some(Value::Float(f)) => Some(f64::from(*f)),
-        Some(Value::Int64(i)) => {
-            #[allow(clippy::cast_precision_loss)]
-            let f = *i as f64;
-            Some(f)
-        }
-        _ => None,
-    });
+    let flops =
+        exe.executable().cost_analysis().ok().and_then(|c| {
+            match tpuport_pjrt::find_value(&c, "flops") {
+                Some(Value::Float(f)) => Some(f64::from(*f)),
+                Some(Value::Int64(i)) => {
+                    #[allow(clippy::cast_precision_loss)]
+                    let f = *i as f64;
+                    Some(f)
+                }
+                _ => None,
+            }
+        });
     let batch = inputs.last().and_then(|(_, t)| t.shape.first().copied());
     #[allow(clippy::cast_precision_loss)]
     let items = batch.map(|b| b as f64 * 1e6 / mean);
@@ -171,7 +187,13 @@ fn render(rows: &[Row]) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     for r in rows {
-        let _ = writeln!(s, "{} ({} device(s){})", r.model.display(), r.devices, r.batch.map_or(String::new(), |b| format!(", batch {b}")));
+        let _ = writeln!(
+            s,
+            "{} ({} device(s){})",
+            r.model.display(),
+            r.devices,
+            r.batch.map_or(String::new(), |b| format!(", batch {b}"))
+        );
         let cached = r.compile_cached_ms.map_or_else(|| "-".to_owned(), |c| format!("{c:.1} ms"));
         let _ = writeln!(s, "  compile: cold {:.1} ms, from cache {cached}", r.compile_cold_ms);
         let _ = writeln!(
@@ -182,7 +204,11 @@ fn render(rows: &[Row]) -> String {
         let items = r.items_per_s.map_or(String::new(), |i| format!(", {i:.0} items/s"));
         let _ = writeln!(s, "  throughput: {:.0} executions/s{items}", r.executions_per_s);
         if let (Some(f), Some(fs)) = (r.flops, r.achieved_flop_per_s) {
-            let _ = writeln!(s, "  cost analysis: {f:.0} FLOP per execution, achieved {:.3} GFLOP/s", fs / 1e9);
+            let _ = writeln!(
+                s,
+                "  cost analysis: {f:.0} FLOP per execution, achieved {:.3} GFLOP/s",
+                fs / 1e9
+            );
         }
     }
     s
@@ -191,7 +217,10 @@ fn render(rows: &[Row]) -> String {
 /// Random inputs of the signature's types (floats in [-1, 1), small integers, booleans).
 fn random_inputs(module: &Module) -> anyhow::Result<Vec<(String, HostTensor)>> {
     let args = module.args.as_ref().with_context(|| {
-        format!("{}: no signature to build random inputs from (bytecode?); pass --input", module.path.display())
+        format!(
+            "{}: no signature to build random inputs from (bytecode?); pass --input",
+            module.path.display()
+        )
     })?;
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
     let mut next = move || {
@@ -205,7 +234,15 @@ fn random_inputs(module: &Module) -> anyhow::Result<Vec<(String, HostTensor)>> {
             let dims: Vec<u64> = a
                 .dims
                 .iter()
-                .map(|d| d.with_context(|| format!("argument {} has a dynamic shape {}; pass --input", a.name, a.type_string())))
+                .map(|d| {
+                    d.with_context(|| {
+                        format!(
+                            "argument {} has a dynamic shape {}; pass --input",
+                            a.name,
+                            a.type_string()
+                        )
+                    })
+                })
                 .collect::<anyhow::Result<_>>()?;
             let n = usize::try_from(dims.iter().product::<u64>())?;
             #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
@@ -215,18 +252,26 @@ fn random_inputs(module: &Module) -> anyhow::Result<Vec<(String, HostTensor)>> {
                 DType::F32 => (0..n).flat_map(|_| (unit() as f32).to_le_bytes()).collect(),
                 DType::F64 => (0..n).flat_map(|_| unit().to_le_bytes()).collect(),
                 #[allow(clippy::cast_possible_truncation)]
-                DType::BF16 => (0..n).flat_map(|_| half::bf16::from_f64(unit()).to_le_bytes()).collect(),
-                DType::F16 => (0..n).flat_map(|_| half::f16::from_f64(unit()).to_le_bytes()).collect(),
+                DType::BF16 => {
+                    (0..n).flat_map(|_| half::bf16::from_f64(unit()).to_le_bytes()).collect()
+                }
+                DType::F16 => {
+                    (0..n).flat_map(|_| half::f16::from_f64(unit()).to_le_bytes()).collect()
+                }
                 DType::Bool => (0..n).map(|_| u8::from(unit() > 0.0)).collect(),
                 d if d.is_int() && d.bits().is_some_and(|b| b >= 8) => {
                     let w = d.bits().unwrap_or(8) as usize / 8;
-                    (0..n).flat_map(|_| {
-                        let mut b = vec![0u8; w];
-                        b[0] = (next() % 8) as u8;
-                        b
-                    }).collect()
+                    (0..n)
+                        .flat_map(|_| {
+                            let mut b = vec![0u8; w];
+                            b[0] = (next() % 8) as u8;
+                            b
+                        })
+                        .collect()
                 }
-                other => bail!("argument {}: cannot make random {other} values; pass --input", a.name),
+                other => {
+                    bail!("argument {}: cannot make random {other} values; pass --input", a.name)
+                }
             };
             Ok((format!("random:{}", a.name), HostTensor::new(a.dtype, dims, bytes)?))
         })
@@ -240,7 +285,10 @@ fn sweep(path: &Path) -> Vec<PathBuf> {
     let bytes = s.as_bytes();
     let mut at = None;
     for i in (0..bytes.len()).rev() {
-        if bytes[i] == b'b' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) {
+        if bytes[i] == b'b'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+            && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+        {
             at = Some(i + 1);
             break;
         }
@@ -250,7 +298,8 @@ fn sweep(path: &Path) -> Vec<PathBuf> {
     let (prefix, suffix) = (&s[..start], &s[end..]);
     // The directory that holds the varying component.
     let comp_start = prefix.rfind('/').map_or(0, |i| i + 1);
-    let parent = if comp_start == 0 { Path::new(".") } else { Path::new(&prefix[..comp_start - 1]) };
+    let parent =
+        if comp_start == 0 { Path::new(".") } else { Path::new(&prefix[..comp_start - 1]) };
     let head = &prefix[comp_start..];
     let tail_end = suffix.find('/').unwrap_or(suffix.len());
     let (tail, rest) = suffix.split_at(tail_end);
@@ -258,7 +307,9 @@ fn sweep(path: &Path) -> Vec<PathBuf> {
     if let Ok(rd) = std::fs::read_dir(parent) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(mid) = name.strip_prefix(head).and_then(|r| r.strip_suffix(tail)) else { continue };
+            let Some(mid) = name.strip_prefix(head).and_then(|r| r.strip_suffix(tail)) else {
+                continue;
+            };
             let Ok(n) = mid.parse::<u64>() else { continue };
             let cand = PathBuf::from(format!("{}{name}{rest}", &prefix[..comp_start]));
             if cand.is_file() {
@@ -267,5 +318,9 @@ fn sweep(path: &Path) -> Vec<PathBuf> {
         }
     }
     found.sort();
-    if found.is_empty() { vec![path.to_owned()] } else { found.into_iter().map(|(_, p)| p).collect() }
+    if found.is_empty() {
+        vec![path.to_owned()]
+    } else {
+        found.into_iter().map(|(_, p)| p).collect()
+    }
 }

@@ -56,8 +56,17 @@ struct Report {
 }
 
 /// Python packages whose versions `doctor` reports (distribution names).
-const PACKAGES: [&str; 9] =
-    ["jax", "jaxlib", "torch", "torch_xla", "tensorflow", "libtpu", "libtpu-nightly", "xla-cpu-pjrt", "jax-cuda12-pjrt"];
+const PACKAGES: [&str; 9] = [
+    "jax",
+    "jaxlib",
+    "torch",
+    "torch_xla",
+    "tensorflow",
+    "libtpu",
+    "libtpu-nightly",
+    "xla-cpu-pjrt",
+    "jax-cuda12-pjrt",
+];
 
 pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let found = tpuport_pjrt::discover(a.plugin.as_deref());
@@ -75,7 +84,13 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
     }
     let usable = plugins.iter().any(|r| r.devices.is_some());
     let (hmaj, hmin) = tpuport_pjrt::HEADER_API_VERSION;
-    let report = Report { schema: "tpuport.doctor/1", header_api_version: format!("{hmaj}.{hmin}"), plugins, python, notes };
+    let report = Report {
+        schema: "tpuport.doctor/1",
+        header_api_version: format!("{hmaj}.{hmin}"),
+        plugins,
+        python,
+        notes,
+    };
     match g.format {
         Format::Json => p.data(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
         _ => p.data(&render(&report)),
@@ -130,7 +145,8 @@ fn check(f: Found, p: &Printer) -> PluginReport {
 fn render(r: &Report) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let _ = writeln!(s, "PJRT plugins (tpuport's declarations: PJRT API {}):", r.header_api_version);
+    let _ =
+        writeln!(s, "PJRT plugins (tpuport's declarations: PJRT API {}):", r.header_api_version);
     if r.plugins.is_empty() {
         let _ = writeln!(s, "  none found");
     }
@@ -154,7 +170,11 @@ fn render(r: &Report) -> String {
         }
         if let (Some(pf), Some(n)) = (&pl.platform, pl.devices) {
             let ver = pl.platform_version.as_deref().unwrap_or("");
-            let _ = writeln!(s, "    platform {pf} {ver}: {n} device(s), kind {}", pl.device_kinds.join(", "));
+            let _ = writeln!(
+                s,
+                "    platform {pf} {ver}: {n} device(s), kind {}",
+                pl.device_kinds.join(", ")
+            );
         }
         if let Some(e) = &pl.error {
             let _ = writeln!(s, "    error: {e}");
@@ -196,7 +216,9 @@ fn python_versions(p: &Printer) -> Option<serde_json::Value> {
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < Duration::from_secs(20) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if start.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -222,7 +244,9 @@ fn version_notes(py: &serde_json::Value) -> Vec<String> {
     if let (Some(t), Some(x)) = (get("torch"), get("torch_xla"))
         && minor(&t) != minor(&x)
     {
-        notes.push(format!("torch {t} with torch_xla {x}: torch_xla must match torch's minor version"));
+        notes.push(format!(
+            "torch {t} with torch_xla {x}: torch_xla must match torch's minor version"
+        ));
     }
     notes
 }

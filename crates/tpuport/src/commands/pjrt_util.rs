@@ -58,7 +58,11 @@ impl RuntimeArgs {
                 cur[2]
             ));
         }
-        let cache = if self.no_cache { ExecutableCache::disabled() } else { ExecutableCache::default_location() };
+        let cache = if self.no_cache {
+            ExecutableCache::disabled()
+        } else {
+            ExecutableCache::default_location()
+        };
         Ok(Runtime { client, cache })
     }
 }
@@ -90,7 +94,8 @@ pub(crate) struct Param {
 
 impl Param {
     pub(crate) fn type_string(&self) -> String {
-        let d: Vec<String> = self.dims.iter().map(|d| d.map_or_else(|| "?".into(), |v| v.to_string())).collect();
+        let d: Vec<String> =
+            self.dims.iter().map(|d| d.map_or_else(|| "?".into(), |v| v.to_string())).collect();
         format!("{}[{}]", self.dtype, d.join(","))
     }
 }
@@ -123,14 +128,19 @@ impl Module {
         };
         match tpuport_formats::open(path, &tpuport_formats::ImportOptions::default()) {
             Ok(model) => m.read_model(&model),
-            Err(e) => p.warn(&format!("no signature for {}: {e}; inputs are checked by the plugin only", path.display())),
+            Err(e) => p.warn(&format!(
+                "no signature for {}: {e}; inputs are checked by the plugin only",
+                path.display()
+            )),
         }
         Ok(m)
     }
 
     fn read_model(&mut self, model: &tpuport_model::Model) {
         self.stablehlo_version.clone_from(&model.metadata.stablehlo_version);
-        let prop = |k: &str| model.metadata.properties.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let prop = |k: &str| {
+            model.metadata.properties.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+        };
         if let Some(v) = prop("mhlo.num_partitions") {
             self.partitions = v.split(':').next().and_then(|s| s.trim().parse().ok()).unwrap_or(1);
         }
@@ -191,7 +201,8 @@ impl Module {
     pub(crate) fn check_inputs(&self, inputs: &[(String, HostTensor)]) -> anyhow::Result<()> {
         let Some(args) = &self.args else { return Ok(()) };
         if inputs.len() != args.len() {
-            let want: Vec<String> = args.iter().map(|a| format!("{}: {}", a.name, a.type_string())).collect();
+            let want: Vec<String> =
+                args.iter().map(|a| format!("{}: {}", a.name, a.type_string())).collect();
             bail!(
                 "{} takes {} input(s) ({}), got {}",
                 self.path.display(),
@@ -246,7 +257,8 @@ fn parse_meshes(ops: &[&str]) -> Vec<(String, Vec<(String, u64)>)> {
 /// `#sdy.sharding<@mesh, [{"x"}, {}]>` over a known mesh.
 fn parse_sdy(s: &str, meshes: &[(String, Vec<(String, u64)>)]) -> Option<Layout> {
     let at = s.find('@')?;
-    let name: String = s[at + 1..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    let name: String =
+        s[at + 1..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     let (_, axes) = meshes.iter().find(|(n, _)| *n == name)?;
     let open = s.find('[')?;
     let close = s.rfind(']')?;
@@ -277,7 +289,8 @@ fn parse_gspmd(s: &str, n: u32) -> Option<Layout> {
     }
     let rest = s.strip_prefix("devices=[")?;
     let close = rest.find(']')?;
-    let tiles: Vec<u64> = rest[..close].split(',').map(|t| t.trim().parse().ok()).collect::<Option<_>>()?;
+    let tiles: Vec<u64> =
+        rest[..close].split(',').map(|t| t.trim().parse().ok()).collect::<Option<_>>()?;
     let after = rest[close + 1..].trim();
     let ids_in_order = if let Some(iota) = after.strip_prefix("<=[") {
         let end = iota.find(']')?;
@@ -308,7 +321,9 @@ impl Layout {
     /// Tiles along each of `rank` tensor dimensions.
     fn tiles(&self, rank: usize) -> Vec<u64> {
         (0..rank)
-            .map(|k| self.dims.get(k).map_or(1, |axes| axes.iter().map(|&a| self.mesh[a]).product()))
+            .map(|k| {
+                self.dims.get(k).map_or(1, |axes| axes.iter().map(|&a| self.mesh[a]).product())
+            })
             .collect()
     }
 
@@ -321,13 +336,22 @@ impl Layout {
             rem /= size;
         }
         (0..rank)
-            .map(|k| self.dims.get(k).map_or(0, |axes| axes.iter().fold(0, |idx, &a| idx * self.mesh[a] + coords[a])))
+            .map(|k| {
+                self.dims
+                    .get(k)
+                    .map_or(0, |axes| axes.iter().fold(0, |idx, &a| idx * self.mesh[a] + coords[a]))
+            })
             .collect()
     }
 }
 
 /// Splits a global tensor into one shard per device (`n` devices).
-pub(crate) fn split(t: &HostTensor, layout: &Layout, n: u64, what: &str) -> anyhow::Result<Vec<HostTensor>> {
+pub(crate) fn split(
+    t: &HostTensor,
+    layout: &Layout,
+    n: u64,
+    what: &str,
+) -> anyhow::Result<Vec<HostTensor>> {
     if layout.devices() != n {
         bail!("{what}: sharding covers {} devices, the executable runs on {n}", layout.devices());
     }
@@ -350,7 +374,11 @@ pub(crate) fn split(t: &HostTensor, layout: &Layout, n: u64, what: &str) -> anyh
 }
 
 /// Assembles per-device shards into the global tensor.
-pub(crate) fn assemble(shards: &[HostTensor], layout: &Layout, what: &str) -> anyhow::Result<HostTensor> {
+pub(crate) fn assemble(
+    shards: &[HostTensor],
+    layout: &Layout,
+    what: &str,
+) -> anyhow::Result<HostTensor> {
     let first = shards.first().context("no shards")?;
     let rank = first.shape.len();
     let tiles = layout.tiles(rank);
@@ -380,7 +408,12 @@ fn elem_size(d: DType, what: &str) -> anyhow::Result<u64> {
     }
 }
 
-fn copy_block(t: &HostTensor, shard: &[u64], offsets: &[u64], what: &str) -> anyhow::Result<HostTensor> {
+fn copy_block(
+    t: &HostTensor,
+    shard: &[u64],
+    offsets: &[u64],
+    what: &str,
+) -> anyhow::Result<HostTensor> {
     let esize = elem_size(t.dtype, what)?;
     let mut out = Vec::with_capacity(usize::try_from(shard.iter().product::<u64>() * esize)?);
     for_each_row(shard, |row| {
@@ -431,14 +464,19 @@ mod tests {
     #[test]
     fn parses_shardings() {
         assert_eq!(parse_gspmd("{replicated}", 8), Some(Layout { mesh: vec![8], dims: vec![] }));
-        assert_eq!(parse_gspmd("{devices=[8,1]<=[8]}", 8), Some(Layout { mesh: vec![8, 1], dims: vec![vec![0], vec![1]] }));
+        assert_eq!(
+            parse_gspmd("{devices=[8,1]<=[8]}", 8),
+            Some(Layout { mesh: vec![8, 1], dims: vec![vec![0], vec![1]] })
+        );
         assert_eq!(
             parse_gspmd("{devices=[1,4,2]<=[8] last_tile_dim_replicate}", 8),
             Some(Layout { mesh: vec![1, 4, 2], dims: vec![vec![0], vec![1]] })
         );
         assert_eq!(parse_gspmd("{devices=[2,4]<=[4,2]T(1,0)}", 8), None);
         let want = vec![("mesh".to_owned(), vec![("x".to_owned(), 8)])];
-        let generic = parse_meshes(&["\"sdy.mesh\"() <{mesh = #sdy.mesh<[\"x\"=8]>, sym_name = \"mesh\"}> : () -> ()"]);
+        let generic = parse_meshes(&[
+            "\"sdy.mesh\"() <{mesh = #sdy.mesh<[\"x\"=8]>, sym_name = \"mesh\"}> : () -> ()",
+        ]);
         assert_eq!(generic, want);
         let m = parse_meshes(&["sdy.mesh @mesh = <[\"x\"=8]>"]);
         assert_eq!(m, want);

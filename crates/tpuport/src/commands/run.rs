@@ -116,17 +116,30 @@ pub(crate) fn cache_word(s: &CacheStatus) -> &'static str {
 
 /// Reads `--input` values into argument order: named ones by name (`x`, `arg1`, `1`),
 /// positional ones fill the remaining slots in order.
-pub(crate) fn read_inputs(specs: &[String], module: &Module) -> anyhow::Result<Vec<(String, HostTensor)>> {
+pub(crate) fn read_inputs(
+    specs: &[String],
+    module: &Module,
+) -> anyhow::Result<Vec<(String, HostTensor)>> {
     let n = module.args.as_ref().map_or(specs.len(), Vec::len);
-    let mut slots: Vec<Option<(String, HostTensor)>> = (0..n.max(specs.len())).map(|_| None).collect();
+    let mut slots: Vec<Option<(String, HostTensor)>> =
+        (0..n.max(specs.len())).map(|_| None).collect();
     let mut positional = Vec::new();
     for spec in specs {
         match spec.split_once('=') {
             Some((name, file)) if !Path::new(spec).exists() => {
                 let idx = arg_index(name, module).with_context(|| {
-                    let names: Vec<String> =
-                        module.args.iter().flatten().enumerate().map(|(i, a)| format!("{} (arg{i})", a.name)).collect();
-                    format!("--input {spec}: {} has no argument named {name:?}; arguments: {}", module.path.display(), names.join(", "))
+                    let names: Vec<String> = module
+                        .args
+                        .iter()
+                        .flatten()
+                        .enumerate()
+                        .map(|(i, a)| format!("{} (arg{i})", a.name))
+                        .collect();
+                    format!(
+                        "--input {spec}: {} has no argument named {name:?}; arguments: {}",
+                        module.path.display(),
+                        names.join(", ")
+                    )
                 })?;
                 if slots.get(idx).is_some_and(Option::is_some) {
                     bail!("--input {spec}: argument {name} given twice");
@@ -151,7 +164,13 @@ pub(crate) fn read_inputs(specs: &[String], module: &Module) -> anyhow::Result<V
         .iter()
         .enumerate()
         .filter(|(_, s)| s.is_none())
-        .map(|(i, _)| module.args.as_ref().and_then(|a| a.get(i)).map_or_else(|| format!("arg{i}"), |a| format!("{} (arg{i})", a.name)))
+        .map(|(i, _)| {
+            module
+                .args
+                .as_ref()
+                .and_then(|a| a.get(i))
+                .map_or_else(|| format!("arg{i}"), |a| format!("{} (arg{i})", a.name))
+        })
         .collect();
     if !missing.is_empty() {
         bail!("{}: no --input for {}", module.path.display(), missing.join(", "));
@@ -197,14 +216,21 @@ pub(crate) fn to_device(
             pjrt_util::split(t, &layout, n, &what)?
         };
         for ((dev, shard), list) in devices.iter().zip(&shards).zip(&mut per_dev) {
-            list.push(client.buffer_from_host(shard, dev).with_context(|| format!("{what}: copy to device"))?);
+            list.push(
+                client
+                    .buffer_from_host(shard, dev)
+                    .with_context(|| format!("{what}: copy to device"))?,
+            );
         }
     }
     Ok(per_dev)
 }
 
 /// Executes with borrowed buffers.
-pub(crate) fn execute(exe: &LoadedExecutable, bufs: &[Vec<Buffer>]) -> anyhow::Result<Vec<Vec<Buffer>>> {
+pub(crate) fn execute(
+    exe: &LoadedExecutable,
+    bufs: &[Vec<Buffer>],
+) -> anyhow::Result<Vec<Vec<Buffer>>> {
     let lists: Vec<Vec<&Buffer>> = bufs.iter().map(|l| l.iter().collect()).collect();
     let refs: Vec<&[&Buffer]> = lists.iter().map(Vec::as_slice).collect();
     Ok(exe.execute(&refs)?)
@@ -219,7 +245,8 @@ fn gather(module: &Module, outs: Vec<Vec<Buffer>>) -> anyhow::Result<Vec<HostTen
     let mut result = Vec::with_capacity(num);
     for j in 0..num {
         let what = format!("output {j}");
-        let shards: Vec<HostTensor> = outs.iter().map(|d| d[j].to_host()).collect::<Result<_, _>>()?;
+        let shards: Vec<HostTensor> =
+            outs.iter().map(|d| d[j].to_host()).collect::<Result<_, _>>()?;
         let layout = module.results.as_ref().and_then(|r| r.get(j)).and_then(|r| r.layout.clone());
         result.push(match layout {
             Some(l) => pjrt_util::assemble(&shards, &l, &what)?,

@@ -45,7 +45,11 @@ impl Violation for FlaxLegacyCheckpoints {
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     let Some(q) = checker.semantic.qualified_name(&call.func) else { return };
-    if let Some(name @ ("save_checkpoint" | "restore_checkpoint" | "save_checkpoint_multiprocess")) = q.strip_prefix("flax.training.checkpoints.") {
-        checker.report(&FlaxLegacyCheckpoints { name: format!("checkpoints.{name}") }, call.func.span);
+    if let Some(
+        name @ ("save_checkpoint" | "restore_checkpoint" | "save_checkpoint_multiprocess"),
+    ) = q.strip_prefix("flax.training.checkpoints.")
+    {
+        checker
+            .report(&FlaxLegacyCheckpoints { name: format!("checkpoints.{name}") }, call.func.span);
     }
 }

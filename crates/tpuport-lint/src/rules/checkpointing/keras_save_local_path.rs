@@ -42,7 +42,10 @@ impl Violation for KerasSaveLocalPath {
         format!("Saving to local path `{}` from a TPUStrategy program", self.path)
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Save to `gs://…` or pass `SaveOptions(experimental_io_device=\"/job:localhost\")`".to_owned())
+        Some(
+            "Save to `gs://…` or pass `SaveOptions(experimental_io_device=\"/job:localhost\")`"
+                .to_owned(),
+        )
     }
 }
 
@@ -50,11 +53,16 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
     if !checker.uses(Framework::TensorFlow) || !checker.semantic.mentions_tpu_strategy {
         return;
     }
-    let is_save = matches!(method(call), Some((_, "save" | "save_weights"))) || call.func.last_name() == Some("ModelCheckpoint");
+    let is_save = matches!(method(call), Some((_, "save" | "save_weights")))
+        || call.func.last_name() == Some("ModelCheckpoint");
     if !is_save || call.keyword("options").is_some() {
         return;
     }
-    let Some(path) = call.arg(0, "filepath").and_then(|a| a.as_str().map(|s| (s.to_owned(), a.span))) else { return };
+    let Some(path) =
+        call.arg(0, "filepath").and_then(|a| a.as_str().map(|s| (s.to_owned(), a.span)))
+    else {
+        return;
+    };
     if path.0.contains("://") {
         return;
     }

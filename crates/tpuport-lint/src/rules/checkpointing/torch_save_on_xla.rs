@@ -46,7 +46,9 @@ impl Violation for TorchSaveOnXla {
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    if !checker.uses(Framework::TorchXla) || !checker.semantic.resolves_to(&call.func, &["torch.save"]) {
+    if !checker.uses(Framework::TorchXla)
+        || !checker.semantic.resolves_to(&call.func, &["torch.save"])
+    {
         return;
     }
     let mut edits = vec![Edit::replace(call.func.span, "xm.save")];

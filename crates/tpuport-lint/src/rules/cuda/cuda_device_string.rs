@@ -50,7 +50,12 @@ impl Violation for CudaDeviceString {
     }
 }
 
-fn report(checker: &mut Checker, arg: &Expr, replace_span: tpuport_python::Span, replacement: &str) {
+fn report(
+    checker: &mut Checker,
+    arg: &Expr,
+    replace_span: tpuport_python::Span,
+    replacement: &str,
+) {
     let Some(s) = arg.as_str() else { return };
     if !is_cuda_device(s) {
         return;
@@ -76,7 +81,12 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         if let Some(arg) = call.args.first()
             && call.args.len() == 1
         {
-            report(checker, arg, tpuport_python::Span::new(call.func.span.start, call.arguments_span.end), "torch_xla.device()");
+            report(
+                checker,
+                arg,
+                tpuport_python::Span::new(call.func.span.start, call.arguments_span.end),
+                "torch_xla.device()",
+            );
         }
         return;
     }

@@ -40,7 +40,10 @@ impl Violation for CudaVisibleDevices {
         "`CUDA_VISIBLE_DEVICES` is ignored on TPU".to_owned()
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Select TPU devices with `PJRT_DEVICE=TPU` (and the launcher), not CUDA variables".to_owned())
+        Some(
+            "Select TPU devices with `PJRT_DEVICE=TPU` (and the launcher), not CUDA variables"
+                .to_owned(),
+        )
     }
 }
 

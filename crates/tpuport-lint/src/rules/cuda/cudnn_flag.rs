@@ -47,10 +47,12 @@ impl Violation for CudnnFlag {
 
 pub(crate) fn check(checker: &mut Checker, stmt: &Stmt) {
     let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
-    let Some(flag) = targets
-        .iter()
-        .find_map(|t| checker.semantic.qualified_name(t).and_then(|q| q.strip_prefix("torch.backends.cudnn.").map(str::to_owned)))
-    else {
+    let Some(flag) = targets.iter().find_map(|t| {
+        checker
+            .semantic
+            .qualified_name(t)
+            .and_then(|q| q.strip_prefix("torch.backends.cudnn.").map(str::to_owned))
+    }) else {
         return;
     };
     let edit = edits::delete_statement(checker.source, stmt, checker.current_stmt_is_sole());

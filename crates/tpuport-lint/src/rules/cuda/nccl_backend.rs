@@ -43,7 +43,10 @@ impl Violation for NcclBackend {
         "`nccl` backend is CUDA-only".to_owned()
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Use the `xla` backend: `dist.init_process_group(\"xla\", init_method=\"xla://\")`".to_owned())
+        Some(
+            "Use the `xla` backend: `dist.init_process_group(\"xla\", init_method=\"xla://\")`"
+                .to_owned(),
+        )
     }
 }
 

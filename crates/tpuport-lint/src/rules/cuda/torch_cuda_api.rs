@@ -63,8 +63,12 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
     let args = call.arguments_span.slice(checker.source);
     let call_span = Span::new(call.func.span.start, call.arguments_span.end);
     let fix = match name {
-        "synchronize" => Some(("xm.wait_device_ops()".to_string(), "import torch_xla.core.xla_model as xm")),
-        "manual_seed" | "manual_seed_all" => Some((format!("torch_xla.manual_seed{args}"), "import torch_xla")),
+        "synchronize" => {
+            Some(("xm.wait_device_ops()".to_string(), "import torch_xla.core.xla_model as xm"))
+        }
+        "manual_seed" | "manual_seed_all" => {
+            Some((format!("torch_xla.manual_seed{args}"), "import torch_xla"))
+        }
         "device_count" => Some(("torch_xla.device_count()".to_owned(), "import torch_xla")),
         _ => None,
     };
@@ -81,8 +85,10 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
         }
         _ => None,
     };
-    if let Some(d) = checker.report(&TorchCudaApi { call: format!("torch.cuda.{name}") }, call.func.span)
-        && let Some(e) = edit_list {
-            d.set_fix(Fix::unsafe_(e));
-        }
+    if let Some(d) =
+        checker.report(&TorchCudaApi { call: format!("torch.cuda.{name}") }, call.func.span)
+        && let Some(e) = edit_list
+    {
+        d.set_fix(Fix::unsafe_(e));
+    }
 }

@@ -45,10 +45,22 @@ impl Violation for DdpDeviceIds {
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    if !checker.semantic.resolves_to(&call.func, &["torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"]) {
+    if !checker.semantic.resolves_to(
+        &call.func,
+        &[
+            "torch.nn.parallel.DistributedDataParallel",
+            "torch.nn.parallel.distributed.DistributedDataParallel",
+        ],
+    ) {
         return;
     }
-    let kws: Vec<_> = call.keywords.iter().filter(|k| k.arg.as_ref().is_some_and(|a| a.name == "device_ids" || a.name == "output_device")).collect();
+    let kws: Vec<_> = call
+        .keywords
+        .iter()
+        .filter(|k| {
+            k.arg.as_ref().is_some_and(|a| a.name == "device_ids" || a.name == "output_device")
+        })
+        .collect();
     let Some(first) = kws.first() else { return };
     // Remove one keyword per pass; the re-lint removes the next.
     let edit = edits::remove_argument(checker.source, call, first.span);

@@ -46,7 +46,10 @@ impl Violation for ExperimentalShardMap {
         "`jax.experimental.shard_map` is deprecated; use `jax.shard_map`".to_owned()
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Import `shard_map` from `jax` and pass `mesh`/`in_specs`/`out_specs` as keywords".to_owned())
+        Some(
+            "Import `shard_map` from `jax` and pass `mesh`/`in_specs`/`out_specs` as keywords"
+                .to_owned(),
+        )
     }
 }
 
@@ -60,28 +63,38 @@ pub(crate) fn check_stmt(checker: &mut Checker, stmt: &Stmt) {
     let fix = match names.as_slice() {
         [a] if a.name == "shard_map" => {
             let alias = a.asname.as_ref().map(|n| format!(" as {n}")).unwrap_or_default();
-            Some(Fix::unsafe_(vec![Edit::replace(stmt.span, format!("from jax import shard_map{alias}"))]))
+            Some(Fix::unsafe_(vec![Edit::replace(
+                stmt.span,
+                format!("from jax import shard_map{alias}"),
+            )]))
         }
         _ => None,
     };
     if let Some(d) = checker.report(&ExperimentalShardMap {}, stmt.span)
-        && let Some(f) = fix {
-            d.set_fix(f);
-        }
+        && let Some(f) = fix
+    {
+        d.set_fix(f);
+    }
 }
 
 pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
-    if checker.semantic.qualified_name(expr).as_deref() != Some(OLD) || expr.dotted_parts().is_some_and(|p| p.len() == 1) {
+    if checker.semantic.qualified_name(expr).as_deref() != Some(OLD)
+        || expr.dotted_parts().is_some_and(|p| p.len() == 1)
+    {
         return;
     }
     if checker.parent_expr().is_some_and(|p| p.dotted().is_some()) {
         return;
     }
-    let fix = expr.dotted().filter(|d| d.starts_with("jax.experimental.shard_map.")).map(|_| Fix::unsafe_(vec![Edit::replace(expr.span, "jax.shard_map")]));
+    let fix = expr
+        .dotted()
+        .filter(|d| d.starts_with("jax.experimental.shard_map."))
+        .map(|_| Fix::unsafe_(vec![Edit::replace(expr.span, "jax.shard_map")]));
     if let Some(d) = checker.report(&ExperimentalShardMap {}, expr.span)
-        && let Some(f) = fix {
-            d.set_fix(f);
-        }
+        && let Some(f) = fix
+    {
+        d.set_fix(f);
+    }
 }
 
 /// Positional `shard_map(f, mesh, in_specs, out_specs)` → keywords, for the new API.
@@ -105,7 +118,8 @@ pub(crate) fn check_call(checker: &mut Checker, call: &Call) {
     }
     let span = Span::new(call.args[1].span.start, call.args[call.args.len().min(4) - 1].span.end);
     if let Some(d) = checker.report(&ExperimentalShardMap {}, span) {
-        d.message = "`jax.shard_map` takes `mesh`, `in_specs` and `out_specs` as keywords only".to_owned();
+        d.message =
+            "`jax.shard_map` takes `mesh`, `in_specs` and `out_specs` as keywords only".to_owned();
         d.set_fix(Fix::unsafe_(edits));
     }
 }

@@ -39,7 +39,10 @@ violation! {
 
 impl Violation for MasterAddrEnv {
     fn message(&self) -> String {
-        format!("`{}` is the GPU rendezvous; TPU processes rendezvous through the XLA runtime", self.var)
+        format!(
+            "`{}` is the GPU rendezvous; TPU processes rendezvous through the XLA runtime",
+            self.var
+        )
     }
     fn fix_title(&self) -> Option<String> {
         Some("Set `PJRT_DEVICE=TPU` and use `init_method=\"xla://\"`".to_owned())

@@ -44,7 +44,10 @@ impl Violation for MultiprocessingSpawn {
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    if checker.semantic.resolves_to(&call.func, &["torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"]) {
+    if checker.semantic.resolves_to(
+        &call.func,
+        &["torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"],
+    ) {
         checker.report(&MultiprocessingSpawn {}, call.func.span);
     }
 }

@@ -48,7 +48,10 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     if !checker.semantic.resolves_to(&call.func, &["torch.distributed.init_process_group"]) {
         return;
     }
-    if call.arg(0, "backend").and_then(Expr::as_str) != Some("xla") || call.arg(1, "init_method").is_some() || call.has_kwargs_splat() {
+    if call.arg(0, "backend").and_then(Expr::as_str) != Some("xla")
+        || call.arg(1, "init_method").is_some()
+        || call.has_kwargs_splat()
+    {
         return;
     }
     let edit = edits::append_argument(call, "init_method=\"xla://\"");

@@ -52,7 +52,10 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     if !checker.in_step_region() {
         return;
     }
-    let name = if checker.semantic.resolves_to(&call.func, &["jax.block_until_ready", "torch_xla.core.xla_model.wait_device_ops"]) {
+    let name = if checker.semantic.resolves_to(
+        &call.func,
+        &["jax.block_until_ready", "torch_xla.core.xla_model.wait_device_ops"],
+    ) {
         checker.text(call.func.span).to_owned()
     } else if matches!(method(call), Some((_, "block_until_ready"))) {
         ".block_until_ready()".to_owned()

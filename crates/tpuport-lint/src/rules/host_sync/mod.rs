@@ -21,7 +21,10 @@ pub(crate) fn host_method_in_step(checker: &Checker, call: &Call, name: &str) ->
     if m != name || !call.args.is_empty() || !checker.in_step_region() {
         return None;
     }
-    if !(checker.uses(Framework::PyTorch) || checker.uses(Framework::TensorFlow) || checker.uses(Framework::Jax)) {
+    if !(checker.uses(Framework::PyTorch)
+        || checker.uses(Framework::TensorFlow)
+        || checker.uses(Framework::Jax))
+    {
         return None;
     }
     if checker.semantic.qualified_name(recv).is_some() {

@@ -46,7 +46,9 @@ impl Violation for ScalarConversionInStepLoop {
         format!("`{}()` of a tensor in the step loop syncs the device every step", self.func)
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Keep the value as a device tensor; convert every N steps or after the loop".to_owned())
+        Some(
+            "Keep the value as a device tensor; convert every N steps or after the loop".to_owned(),
+        )
     }
 }
 

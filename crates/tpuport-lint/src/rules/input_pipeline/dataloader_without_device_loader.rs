@@ -44,7 +44,10 @@ violation! {
 
 impl Violation for DataloaderWithoutDeviceLoader {
     fn message(&self) -> String {
-        format!("Step loop iterates `{}` directly; batches are copied to the device synchronously", self.name)
+        format!(
+            "Step loop iterates `{}` directly; batches are copied to the device synchronously",
+            self.name
+        )
     }
     fn fix_title(&self) -> Option<String> {
         Some("Wrap the loader: `pl.MpDeviceLoader(loader, device)`".to_owned())
@@ -68,7 +71,10 @@ pub(crate) fn check(checker: &mut Checker, stmt: &Stmt) {
     let Some(loader) = loader_name(checker, &f.iter) else { return };
     let name = loader.as_name().unwrap_or("").to_owned();
     let device = if checker.semantic.has_device_var { "device" } else { "torch_xla.device()" };
-    let mut edits = vec![Edit::replace(Span::new(loader.span.start, loader.span.end), format!("pl.MpDeviceLoader({name}, {device})"))];
+    let mut edits = vec![Edit::replace(
+        Span::new(loader.span.start, loader.span.end),
+        format!("pl.MpDeviceLoader({name}, {device})"),
+    )];
     edits.extend(checker.import_edit("import torch_xla.distributed.parallel_loader as pl"));
     if device != "device" {
         edits.extend(checker.import_edit("import torch_xla"));

@@ -59,7 +59,8 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
     let fix = checker.semantic.binding("tf") == Some("tensorflow");
     let Some(span) = crate::rules::helpers::method_span(call) else { return };
     if let Some(d) = checker.report(&TfDataWithoutPrefetch {}, span)
-        && fix {
-            d.set_fix(Fix::safe(vec![Edit::insert(expr.span.end, ".prefetch(tf.data.AUTOTUNE)")]));
-        }
+        && fix
+    {
+        d.set_fix(Fix::safe(vec![Edit::insert(expr.span.end, ".prefetch(tf.data.AUTOTUNE)")]));
+    }
 }

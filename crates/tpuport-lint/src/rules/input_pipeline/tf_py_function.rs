@@ -38,13 +38,19 @@ impl Violation for TfPyFunction {
         format!("`{}` runs Python that XLA cannot compile or ship to a TPU worker", self.name)
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Express the transformation with TensorFlow ops (`tf.io`, `tf.image`, `tf.strings`)".to_owned())
+        Some(
+            "Express the transformation with TensorFlow ops (`tf.io`, `tf.image`, `tf.strings`)"
+                .to_owned(),
+        )
     }
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     let Some(q) = checker.semantic.qualified_name(&call.func) else { return };
-    if matches!(q.as_str(), "tensorflow.py_function" | "tensorflow.numpy_function" | "tensorflow.compat.v1.py_func") {
+    if matches!(
+        q.as_str(),
+        "tensorflow.py_function" | "tensorflow.numpy_function" | "tensorflow.compat.v1.py_func"
+    ) {
         let name = checker.text(call.func.span).to_owned();
         checker.report(&TfPyFunction { name }, call.func.span);
     }

@@ -49,7 +49,8 @@ impl Violation for HostArrayInStepLoop {
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    if !checker.uses(Framework::Jax) || !checker.in_step_region() || checker.jit_context().is_some() {
+    if !checker.uses(Framework::Jax) || !checker.in_step_region() || checker.jit_context().is_some()
+    {
         return;
     }
     let Some(q) = checker.semantic.qualified_name(&call.func) else { return };
@@ -57,7 +58,10 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         return;
     }
     let Some(arg) = call.args.first() else { return };
-    if matches!(arg.kind, ExprKind::List(_) | ExprKind::Tuple(_) | ExprKind::Int(_) | ExprKind::Float(_)) {
+    if matches!(
+        arg.kind,
+        ExprKind::List(_) | ExprKind::Tuple(_) | ExprKind::Int(_) | ExprKind::Float(_)
+    ) {
         return;
     }
     let name = checker.text(call.func.span).to_owned();

@@ -63,7 +63,9 @@ pub(crate) fn rebinding_call(stmt: &Stmt) -> Option<(&str, Vec<usize>, Vec<&str>
     for t in targets {
         match &t.kind {
             ExprKind::Name(n) => names.push(n),
-            ExprKind::Tuple(v) | ExprKind::List(v) => names.extend(v.iter().filter_map(|e| e.as_name())),
+            ExprKind::Tuple(v) | ExprKind::List(v) => {
+                names.extend(v.iter().filter_map(|e| e.as_name()))
+            }
             _ => {}
         }
     }

@@ -45,7 +45,10 @@ violation! {
 
 impl Violation for RngSplitOutsideJit {
     fn message(&self) -> String {
-        format!("`{}` in the step loop runs on the host side of the step every iteration", self.call)
+        format!(
+            "`{}` in the step loop runs on the host side of the step every iteration",
+            self.call
+        )
     }
     fn fix_title(&self) -> Option<String> {
         Some("Pass the key into the jitted step, split it there and return the new key".to_owned())

@@ -64,7 +64,13 @@ pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
     }
     let text = checker.text(expr.span).to_owned();
     let edit = match text.rfind('.') {
-        Some(i) => Edit::replace(tpuport_python::Span::new(expr.span.start + u32::try_from(i + 1).unwrap_or(0), expr.span.end), *to),
+        Some(i) => Edit::replace(
+            tpuport_python::Span::new(
+                expr.span.start + u32::try_from(i + 1).unwrap_or(0),
+                expr.span.end,
+            ),
+            *to,
+        ),
         None => return,
     };
     if let Some(d) = checker.report(&Float64Dtype { what: text }, expr.span) {

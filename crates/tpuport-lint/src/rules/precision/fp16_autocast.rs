@@ -67,7 +67,11 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         }
         _ => false,
     };
-    if !flagged || dtype.is_some_and(|d| checker.semantic.resolves_to(d, &["torch.bfloat16"])) && q != "torch.cuda.amp.autocast" && call.arg(0, "device_type").and_then(Expr::as_str) != Some("cuda") {
+    if !flagged
+        || dtype.is_some_and(|d| checker.semantic.resolves_to(d, &["torch.bfloat16"]))
+            && q != "torch.cuda.amp.autocast"
+            && call.arg(0, "device_type").and_then(Expr::as_str) != Some("cuda")
+    {
         return;
     }
     let torch = "torch";

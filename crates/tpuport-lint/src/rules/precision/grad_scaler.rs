@@ -59,7 +59,12 @@ impl Violation for GradScaler {
     }
 }
 
-const SCALERS: &[&str] = &["torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"];
+const SCALERS: &[&str] = &[
+    "torch.cuda.amp.GradScaler",
+    "torch.amp.GradScaler",
+    "torch.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+];
 
 pub(crate) fn check_stmt(checker: &mut Checker, stmt: &Stmt) {
     if !checker.enabled(crate::codes::Rule::GradScaler) {
@@ -75,15 +80,24 @@ pub(crate) fn check_stmt(checker: &mut Checker, stmt: &Stmt) {
         _ => None,
     };
     if let Some(d) = checker.report(&GradScaler {}, call.func.span)
-        && let Some(f) = fix {
-            d.set_fix(f);
-        }
+        && let Some(f) = fix
+    {
+        d.set_fix(f);
+    }
 }
 
 /// Builds the removal of the scaler `name` assigned in `def`, or `None` if some use is not
 /// one of `scale` / `step` / `update` / `unscale_`.
 fn rewrite_uses(checker: &Checker, name: &str, def: &Stmt) -> Option<Fix> {
-    let mut finder = Uses { name, source: checker.source, edits: Vec::new(), ok: true, def: def.span, sole_stack: Vec::new(), def_sole: false };
+    let mut finder = Uses {
+        name,
+        source: checker.source,
+        edits: Vec::new(),
+        ok: true,
+        def: def.span,
+        sole_stack: Vec::new(),
+        def_sole: false,
+    };
     finder.visit_body(&checker.module.body);
     if !finder.ok {
         return None;
@@ -107,7 +121,9 @@ impl Uses<'_> {
     fn scaler_method<'e>(&self, e: &'e Expr) -> Option<(&'e Call, &'e str)> {
         let call = e.as_call()?;
         match &call.func.kind {
-            ExprKind::Attribute { value, attr } if value.as_name() == Some(self.name) => Some((call, attr.name.as_str())),
+            ExprKind::Attribute { value, attr } if value.as_name() == Some(self.name) => {
+                Some((call, attr.name.as_str()))
+            }
             _ => None,
         }
     }
@@ -144,7 +160,9 @@ impl<'a> Visitor<'a> for Uses<'_> {
             let whole = Span::new(expr.span.start, expr.span.end);
             match (m, call.args.as_slice()) {
                 ("scale", [x]) => self.edits.push(Edit::replace(whole, x.span.slice(self.source))),
-                ("step", [opt]) => self.edits.push(Edit::replace(whole, format!("{}.step()", opt.span.slice(self.source)))),
+                ("step", [opt]) => self
+                    .edits
+                    .push(Edit::replace(whole, format!("{}.step()", opt.span.slice(self.source)))),
                 _ => self.ok = false,
             }
             return;

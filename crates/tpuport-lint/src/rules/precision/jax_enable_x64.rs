@@ -43,14 +43,18 @@ impl Violation for JaxEnableX64 {
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    let is_update = checker.semantic.resolves_to(&call.func, &["jax.config.update", "jax.config.config.update"])
-        || (call.func.last_name() == Some("update") && call.func.root_name() == Some("config") && checker.semantic.resolves_to(
-            match &call.func.kind {
-                ExprKind::Attribute { value, .. } => value,
-                _ => return,
-            },
-            &["jax.config"],
-        ));
+    let is_update = checker
+        .semantic
+        .resolves_to(&call.func, &["jax.config.update", "jax.config.config.update"])
+        || (call.func.last_name() == Some("update")
+            && call.func.root_name() == Some("config")
+            && checker.semantic.resolves_to(
+                match &call.func.kind {
+                    ExprKind::Attribute { value, .. } => value,
+                    _ => return,
+                },
+                &["jax.config"],
+            ));
     if !is_update {
         return;
     }

@@ -46,12 +46,17 @@ impl Violation for KerasLossScaleOptimizer {
 
 pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
     let Some(q) = checker.semantic.qualified_name(&call.func) else { return };
-    if !(q.ends_with("mixed_precision.LossScaleOptimizer") || q.ends_with("mixed_precision.experimental.LossScaleOptimizer")) {
+    if !(q.ends_with("mixed_precision.LossScaleOptimizer")
+        || q.ends_with("mixed_precision.experimental.LossScaleOptimizer"))
+    {
         return;
     }
-    let fix = call.arg(0, "inner_optimizer").map(|inner| Edit::replace(Span::new(expr.span.start, expr.span.end), checker.text(inner.span)));
+    let fix = call.arg(0, "inner_optimizer").map(|inner| {
+        Edit::replace(Span::new(expr.span.start, expr.span.end), checker.text(inner.span))
+    });
     if let Some(d) = checker.report(&KerasLossScaleOptimizer {}, call.func.span)
-        && let Some(e) = fix {
-            d.set_fix(Fix::unsafe_(vec![e]));
-        }
+        && let Some(e) = fix
+    {
+        d.set_fix(Fix::unsafe_(vec![e]));
+    }
 }

@@ -42,23 +42,36 @@ impl Violation for BooleanMaskIndex {
         "Boolean-mask indexing gives a data-dependent shape".to_owned()
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Use `torch.where(mask, x, 0)` / `jnp.where(mask, x, 0)` and keep the full shape".to_owned())
+        Some(
+            "Use `torch.where(mask, x, 0)` / `jnp.where(mask, x, 0)` and keep the full shape"
+                .to_owned(),
+        )
     }
 }
 
 fn is_mask(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Compare { ops, .. } => ops.iter().all(|o| {
-            !matches!(o, tpuport_python::ast::CmpOp::Is | tpuport_python::ast::CmpOp::IsNot | tpuport_python::ast::CmpOp::In | tpuport_python::ast::CmpOp::NotIn)
+            !matches!(
+                o,
+                tpuport_python::ast::CmpOp::Is
+                    | tpuport_python::ast::CmpOp::IsNot
+                    | tpuport_python::ast::CmpOp::In
+                    | tpuport_python::ast::CmpOp::NotIn
+            )
         }),
-        ExprKind::UnaryOp { op: "~", operand } => is_mask(operand) || operand.as_name().is_some_and(|n| n.contains("mask")),
+        ExprKind::UnaryOp { op: "~", operand } => {
+            is_mask(operand) || operand.as_name().is_some_and(|n| n.contains("mask"))
+        }
         ExprKind::BinOp { op: "&" | "|", left, right } => is_mask(left) || is_mask(right),
         _ => false,
     }
 }
 
 pub(crate) fn check(checker: &mut Checker, expr: &Expr) {
-    if !(checker.uses(Framework::PyTorch) || checker.uses(Framework::Jax)) || checker.is_store_target(expr.span) {
+    if !(checker.uses(Framework::PyTorch) || checker.uses(Framework::Jax))
+        || checker.is_store_target(expr.span)
+    {
         return;
     }
     let ExprKind::Subscript { slice, .. } = &expr.kind else { return };

@@ -41,9 +41,11 @@ violation! {
 impl Violation for DataloaderWithoutDropLast {
     fn message(&self) -> String {
         if self.explicit_false {
-            "`DataLoader` with `drop_last=False`: the last partial batch triggers a recompilation".to_owned()
+            "`DataLoader` with `drop_last=False`: the last partial batch triggers a recompilation"
+                .to_owned()
         } else {
-            "`DataLoader` without `drop_last=True`: the last partial batch triggers a recompilation".to_owned()
+            "`DataLoader` without `drop_last=True`: the last partial batch triggers a recompilation"
+                .to_owned()
         }
     }
     fn fix_title(&self) -> Option<String> {
@@ -52,7 +54,10 @@ impl Violation for DataloaderWithoutDropLast {
 }
 
 pub(crate) fn check(checker: &mut Checker, call: &Call) {
-    if !is_dataloader(checker, call) || call.has_kwargs_splat() || call.keyword("batch_sampler").is_some() {
+    if !is_dataloader(checker, call)
+        || call.has_kwargs_splat()
+        || call.keyword("batch_sampler").is_some()
+    {
         return;
     }
     if call.keyword("batch_size").is_some_and(|k| matches!(k.value.kind, ExprKind::NoneLit)) {

@@ -42,7 +42,10 @@ impl Violation for DynamicPadding {
         format!("{}: every batch gets its own sequence length, so XLA recompiles", self.what)
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Pad to a fixed `max_length` (`padding=\"max_length\"`) or to a few fixed buckets".to_owned())
+        Some(
+            "Pad to a fixed `max_length` (`padding=\"max_length\"`) or to a few fixed buckets"
+                .to_owned(),
+        )
     }
 }
 
@@ -50,18 +53,33 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
     let callee = call.func.last_name().unwrap_or("").to_owned();
     let lower = callee.to_ascii_lowercase();
     if checker.semantic.resolves_to(&call.func, &["torch.nn.utils.rnn.pad_sequence"]) {
-        checker.report(&DynamicPadding { what: "`pad_sequence` pads to the longest sequence in the batch".to_owned() }, call.func.span);
+        checker.report(
+            &DynamicPadding {
+                what: "`pad_sequence` pads to the longest sequence in the batch".to_owned(),
+            },
+            call.func.span,
+        );
         return;
     }
-    if checker.semantic.qualified_name(&call.func).is_some_and(|q| q.starts_with("transformers.") && q.ends_with("DataCollatorWithPadding")) {
+    if checker
+        .semantic
+        .qualified_name(&call.func)
+        .is_some_and(|q| q.starts_with("transformers.") && q.ends_with("DataCollatorWithPadding"))
+    {
         let fixed = call.keyword("padding").and_then(|k| k.value.as_str()) == Some("max_length");
         if !fixed {
-            checker.report(&DynamicPadding { what: "`DataCollatorWithPadding` pads to the longest example".to_owned() }, call.func.span);
+            checker.report(
+                &DynamicPadding {
+                    what: "`DataCollatorWithPadding` pads to the longest example".to_owned(),
+                },
+                call.func.span,
+            );
         }
         return;
     }
     let Some(k) = call.keyword("padding") else { return };
-    let dynamic = matches!(k.value.kind, ExprKind::Bool(true)) || k.value.as_str() == Some("longest");
+    let dynamic =
+        matches!(k.value.kind, ExprKind::Bool(true)) || k.value.as_str() == Some("longest");
     let receiver = match &call.func.kind {
         ExprKind::Attribute { value, .. } => value.last_name().unwrap_or("").to_ascii_lowercase(),
         _ => String::new(),
@@ -71,6 +89,9 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
         || lower.contains("processor")
         || (lower == "pad" && (receiver.contains("token") || receiver.contains("processor")));
     if dynamic && tokenizerish {
-        checker.report(&DynamicPadding { what: format!("`{callee}(padding={})`", checker.text(k.value.span)) }, k.span);
+        checker.report(
+            &DynamicPadding { what: format!("`{callee}(padding={})`", checker.text(k.value.span)) },
+            k.span,
+        );
     }
 }

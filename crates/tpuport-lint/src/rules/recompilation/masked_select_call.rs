@@ -51,7 +51,10 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         "torch.masked_select" => Some("torch.masked_select".to_owned()),
         "tensorflow.boolean_mask" => Some("tf.boolean_mask".to_owned()),
         _ => match method(call) {
-            Some((recv, "masked_select")) if checker.uses(Framework::PyTorch) && checker.semantic.qualified_name(recv).is_none() => {
+            Some((recv, "masked_select"))
+                if checker.uses(Framework::PyTorch)
+                    && checker.semantic.qualified_name(recv).is_none() =>
+            {
                 Some(".masked_select()".to_owned())
             }
             _ => None,

@@ -52,14 +52,21 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     let q = checker.semantic.qualified_name(&call.func).unwrap_or_default();
     let name = match q.as_str() {
         "torch.nonzero" | "torch.argwhere" => Some(q.clone()),
-        "jax.numpy.nonzero" | "jax.numpy.argwhere" | "jax.numpy.flatnonzero" if call.keyword("size").is_none() => {
+        "jax.numpy.nonzero" | "jax.numpy.argwhere" | "jax.numpy.flatnonzero"
+            if call.keyword("size").is_none() =>
+        {
             Some(q.replace("jax.numpy", "jnp"))
         }
-        "tensorflow.where" if call.args.len() == 1 && call.keywords.is_empty() => Some("tf.where(cond)".to_owned()),
+        "tensorflow.where" if call.args.len() == 1 && call.keywords.is_empty() => {
+            Some("tf.where(cond)".to_owned())
+        }
         _ => None,
     };
     let name = name.or_else(|| match method(call) {
-        Some((recv, "nonzero")) if checker.uses(Framework::PyTorch) && checker.semantic.qualified_name(recv).is_none() => {
+        Some((recv, "nonzero"))
+            if checker.uses(Framework::PyTorch)
+                && checker.semantic.qualified_name(recv).is_none() =>
+        {
             Some(".nonzero()".to_owned())
         }
         _ => None,

@@ -39,7 +39,10 @@ violation! {
 
 impl Violation for TfBatchWithoutDropRemainder {
     fn message(&self) -> String {
-        format!("`.{}()` without `drop_remainder=True`: the batch dimension is not static", self.method)
+        format!(
+            "`.{}()` without `drop_remainder=True`: the batch dimension is not static",
+            self.method
+        )
     }
     fn fix_title(&self) -> Option<String> {
         Some("Pass `drop_remainder=True`".to_owned())
@@ -51,7 +54,10 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         return;
     }
     let Some((recv, m)) = method(call) else { return };
-    if !matches!(m, "batch" | "padded_batch") || call.has_kwargs_splat() || !is_tf_dataset(checker, recv) {
+    if !matches!(m, "batch" | "padded_batch")
+        || call.has_kwargs_splat()
+        || !is_tf_dataset(checker, recv)
+    {
         return;
     }
     if call.args.is_empty() && call.keyword("batch_size").is_none() {

@@ -41,7 +41,10 @@ impl Violation for UniqueWithoutSize {
         format!("`{}` has a data-dependent output shape", self.call)
     }
     fn fix_title(&self) -> Option<String> {
-        Some("Use a fixed-size alternative (`bincount(minlength=…)`) or pass `size=` in JAX".to_owned())
+        Some(
+            "Use a fixed-size alternative (`bincount(minlength=…)`) or pass `size=` in JAX"
+                .to_owned(),
+        )
     }
 }
 
@@ -51,7 +54,10 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         "torch.unique" | "torch.unique_consecutive" => Some(q.clone()),
         "jax.numpy.unique" if call.keyword("size").is_none() => Some("jnp.unique".to_owned()),
         _ => match method(call) {
-            Some((recv, "unique")) if checker.uses(Framework::PyTorch) && checker.semantic.qualified_name(recv).is_none() => {
+            Some((recv, "unique"))
+                if checker.uses(Framework::PyTorch)
+                    && checker.semantic.qualified_name(recv).is_none() =>
+            {
                 Some(".unique()".to_owned())
             }
             _ => None,
