@@ -20,7 +20,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test test-rust fixtures venv bench fuzz clean-fixtures build
+.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -44,7 +44,11 @@ fixtures: $(FIX_DIR)/.done
 build:
 	$(CARGO) build --release --locked -p tpuport
 
-test: fixtures
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+test: fixtures lint
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport

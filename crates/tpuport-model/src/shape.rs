@@ -92,11 +92,10 @@ impl Shape {
     pub fn symbols(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for d in &self.0 {
-            if let Dim::Sym(s) = d {
-                if !out.contains(&s.as_str()) {
+            if let Dim::Sym(s) = d
+                && !out.contains(&s.as_str()) {
                     out.push(s);
                 }
-            }
         }
         out
     }
