@@ -14,7 +14,10 @@ REQS      := scripts/requirements.txt
 # Fixtures live outside the clone, keyed by the hash of everything that shapes them, so a CI run
 # on the same machine reuses them. `.cache/fixtures` is a git-ignored link to the current set.
 CACHE_ROOT ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tpuport
-FIX_HASH   := $(shell cat $(REQS) scripts/fixtures/*.py 2>/dev/null | sha256sum | cut -c1-16)
+# Only the packages that shape the fixtures enter the key (adding a lint tool must not
+# regenerate GBs of exported models).
+FIX_PKGS   := numpy|ml_dtypes|jax|jaxlib|onnx|onnxruntime|onnxscript|torch|torchvision|transformers|safetensors
+FIX_HASH   := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat scripts/fixtures/*.py; } 2>/dev/null | sha256sum | cut -c1-16)
 FIX_DIR    := $(CACHE_ROOT)/fixtures-$(FIX_HASH)
 FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo

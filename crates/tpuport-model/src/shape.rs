@@ -93,9 +93,10 @@ impl Shape {
         let mut out: Vec<&str> = Vec::new();
         for d in &self.0 {
             if let Dim::Sym(s) = d
-                && !out.contains(&s.as_str()) {
-                    out.push(s);
-                }
+                && !out.contains(&s.as_str())
+            {
+                out.push(s);
+            }
         }
         out
     }
