@@ -105,8 +105,16 @@ struct RawEntry {
     data_offsets: [u64; 2],
 }
 
-/// The top-level JSON object with duplicate keys detected and file order kept.
-struct Entries(Vec<(String, serde_json::Value)>, Option<String>);
+/// One value of the top-level object: the `__metadata__` table or a tensor entry, decoded
+/// straight from the JSON stream (no intermediate `serde_json::Value` per tensor).
+enum Item {
+    Metadata(serde_json::Value),
+    Tensor(RawEntry),
+}
+
+/// The top-level JSON object with duplicate keys detected and file order kept. A malformed
+/// tensor entry fails the parse with a message naming the tensor.
+struct Entries(Vec<(String, Item)>, Option<String>);
 
 impl<'de> Deserialize<'de> for Entries {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -117,14 +125,23 @@ impl<'de> Deserialize<'de> for Entries {
                 f.write_str("a JSON object of tensor entries")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Entries, A::Error> {
+                use serde::de::Error as _;
                 let mut out = Vec::new();
                 let mut seen = HashSet::new();
                 let mut dup = None;
-                while let Some((k, v)) = m.next_entry::<String, serde_json::Value>()? {
+                while let Some(k) = m.next_key::<String>()? {
+                    let item = if k == "__metadata__" {
+                        Item::Metadata(m.next_value()?)
+                    } else {
+                        Item::Tensor(
+                            m.next_value::<RawEntry>()
+                                .map_err(|e| A::Error::custom(format!("tensor `{k}`: {e}")))?,
+                        )
+                    };
                     if !seen.insert(k.clone()) && dup.is_none() {
                         dup = Some(k.clone());
                     }
-                    out.push((k, v));
+                    out.push((k, item));
                 }
                 Ok(Entries(out, dup))
             }
@@ -175,12 +192,13 @@ pub fn parse(path: &Path, bytes: &[u8], limits: &Limits) -> Result<Header, Forma
     let data_start = 8 + n;
     let data_len = file_len - data_start;
     let mut h = Header { data_start, data_len, ..Header::default() };
-    for (name, v) in entries.0 {
-        if name == "__metadata__" {
-            h.metadata = metadata(&v).map_err(|e| bad(format!("__metadata__: {e}")))?;
-            continue;
+    for (name, item) in entries.0 {
+        match item {
+            Item::Metadata(v) => {
+                h.metadata = metadata(&v).map_err(|e| bad(format!("__metadata__: {e}")))?;
+            }
+            Item::Tensor(raw) => h.tensors.push(entry(path, name, raw, data_len)?),
         }
-        h.tensors.push(entry(path, name, v, data_len)?);
     }
     h.gaps = check_overlaps(path, &h.tensors, data_len)?;
     Ok(h)
@@ -201,11 +219,10 @@ fn metadata(v: &serde_json::Value) -> Result<Vec<(String, String)>, String> {
 fn entry(
     path: &Path,
     name: String,
-    v: serde_json::Value,
+    raw: RawEntry,
     data_len: u64,
 ) -> Result<TensorEntry, FormatError> {
     let bad = |what: String| FormatError::invalid(path, format!("tensor `{name}`: {what}"));
-    let raw: RawEntry = serde_json::from_value(v).map_err(|e| bad(e.to_string()))?;
     let dtype = match dtype_of(&raw.dtype) {
         Ok(d) => d,
         Err(true) => {
