@@ -232,9 +232,23 @@ fn bench_reports_latency_percentiles_and_flops() {
         assert!(r["compile_cached_ms"].as_f64().is_some(), "{r}");
         assert!(r["flops"].as_f64().unwrap() > 800_000.0, "{r}");
         assert!(r["achieved_flop_per_s"].as_f64().unwrap() > 0.0);
+        // mlp's parameters alone are 784*512 + 512 + 512*10 + 10 f32 values.
+        let mem = &r["compiled_memory"];
+        assert!(mem["argument"].as_i64().unwrap() >= 4 * 407_050, "{r}");
+        assert!(mem["output"].as_i64().unwrap() >= 40, "{r}");
+        assert!(mem["temp"].as_i64().is_some(), "{r}");
+        assert_eq!(r["platform"], "cpu");
+        assert!(r["peak_fraction"].is_null() && r["chip"].is_null(), "{r}");
+        let (b, a) = (r["rss_before_bytes"].as_u64(), r["rss_after_bytes"].as_u64());
+        assert_eq!(b.is_some() && a.is_some(), cfg!(target_os = "linux"), "{r}");
     }
     let o =
         tpuport(tmp.path(), &["bench", model.to_str().unwrap(), "--iters", "5", "--warmup", "0"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("latency over 5 iters"), "{}", o.stdout);
+    assert!(o.stdout.contains("compiled memory: arguments 1.56 MiB"), "{}", o.stdout);
+    assert!(o.stdout.contains("peak: unknown for cpu device"), "{}", o.stdout);
+    if cfg!(target_os = "linux") {
+        assert!(o.stdout.contains("resident memory: "), "{}", o.stdout);
+    }
 }

@@ -1,5 +1,7 @@
 //! `tpuport bench MODEL…`: compile time (cold and cached), execute latency percentiles,
-//! throughput and achieved FLOP/s from the executable's cost analysis.
+//! throughput and achieved FLOP/s from the executable's cost analysis, the compiler's memory
+//! figures, the fraction of the chip's peak (when the catalog knows the device) and resident
+//! memory before and after the timed loop (a leak check).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -56,6 +58,19 @@ struct Row {
     items_per_s: Option<f64>,
     flops: Option<f64>,
     achieved_flop_per_s: Option<f64>,
+    platform: String,
+    device_kind: Option<String>,
+    /// Catalog chip matched to the device kind, when any.
+    chip: Option<String>,
+    peak_bf16_flop_per_s: Option<f64>,
+    /// `achieved_flop_per_s / peak_bf16_flop_per_s`.
+    peak_fraction: Option<f64>,
+    /// `PJRT_Executable_GetCompiledMemoryStats` (absent when the plugin does not give it).
+    compiled_memory: Option<tpuport_pjrt::CompiledMemoryStats>,
+    /// Resident set size of this process right before the first and after the last timed
+    /// execution, bytes (Linux only).
+    rss_before_bytes: Option<u64>,
+    rss_after_bytes: Option<u64>,
 }
 
 pub(crate) fn run(a: &BenchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -129,13 +144,17 @@ fn bench_one(path: &Path, a: &BenchArgs, p: &Printer) -> anyhow::Result<Row> {
     for _ in 0..a.warmup {
         drop(execute(&exe, &bufs)?);
     }
+    // Timed: one execution on device-resident inputs until every device reports completion
+    // (the outputs stay on the device and are freed after the clock stops).
     let mut times: Vec<Duration> = Vec::with_capacity(a.iters as usize);
+    let rss_before = rss_bytes();
     for _ in 0..a.iters {
         let t = Instant::now();
         let out = execute(&exe, &bufs)?;
         times.push(t.elapsed());
         drop(out);
     }
+    let rss_after = rss_bytes();
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let pct = |q: f64| {
@@ -164,6 +183,18 @@ fn bench_one(path: &Path, a: &BenchArgs, p: &Printer) -> anyhow::Result<Row> {
     let batch = inputs.last().and_then(|(_, t)| t.shape.first().copied());
     #[allow(clippy::cast_precision_loss)]
     let items = batch.map(|b| b as f64 * 1e6 / mean);
+    let achieved = flops.map(|f| f * 1e6 / mean);
+    let device_kind =
+        exe.devices().first().and_then(|d| d.description().ok()).map(|d| d.kind.trim().to_owned());
+    let catalog = tpuport_hw::Catalog::builtin();
+    let chip = device_kind.as_deref().and_then(|k| find_chip(&catalog, k));
+    let peak = chip.and_then(|c| c.peak.bf16);
+    #[allow(clippy::cast_precision_loss)]
+    let devices = exe.num_devices() as f64;
+    let peak_fraction = match (achieved, peak) {
+        (Some(f), Some(pk)) if pk > 0.0 => Some(f / (pk * devices)),
+        _ => None,
+    };
     Ok(Row {
         model: path.to_owned(),
         batch,
@@ -179,8 +210,45 @@ fn bench_one(path: &Path, a: &BenchArgs, p: &Printer) -> anyhow::Result<Row> {
         executions_per_s: 1e6 / mean,
         items_per_s: items,
         flops,
-        achieved_flop_per_s: flops.map(|f| f * 1e6 / mean),
+        achieved_flop_per_s: achieved,
+        platform: rt.client.platform_name().to_owned(),
+        chip: chip.map(|c| c.id.clone()),
+        device_kind,
+        peak_bf16_flop_per_s: peak,
+        peak_fraction,
+        compiled_memory: exe.executable().compiled_memory_stats().ok(),
+        rss_before_bytes: rss_before,
+        rss_after_bytes: rss_after,
     })
+}
+
+/// The catalog chip for a PJRT device kind (`TPU v5 lite`, `TPU7x`, `NVIDIA H100 80GB HBM3`):
+/// the kind itself, else with a space after a leading `TPU`.
+fn find_chip<'c>(catalog: &'c tpuport_hw::Catalog, kind: &str) -> Option<&'c tpuport_hw::Chip> {
+    catalog.find(kind).or_else(|| {
+        let rest = kind.strip_prefix("TPU").or_else(|| kind.strip_prefix("tpu"))?;
+        catalog.find(&format!("tpu {}", rest.trim_start()))
+    })
+}
+
+/// Resident set size of this process: `/proc/self/statm` field 2 (pages) times the page size
+/// (`AT_PAGESZ` from `/proc/self/auxv`, else 4 KiB). `None` where `/proc` is absent.
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_size())
+}
+
+fn page_size() -> u64 {
+    const AT_PAGESZ: u64 = 6;
+    let Ok(aux) = std::fs::read("/proc/self/auxv") else { return 4096 };
+    aux.chunks_exact(16)
+        .map(|c| {
+            let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]));
+            (word(&c[..8]), word(&c[8..]))
+        })
+        .find(|(k, _)| *k == AT_PAGESZ)
+        .map_or(4096, |(_, v)| v)
 }
 
 fn render(rows: &[Row]) -> String {
@@ -210,8 +278,60 @@ fn render(rows: &[Row]) -> String {
                 fs / 1e9
             );
         }
+        let dev = r.device_kind.as_deref().unwrap_or("unknown device");
+        let _ = match (r.chip.as_deref(), r.peak_bf16_flop_per_s, r.peak_fraction) {
+            (Some(c), Some(pk), Some(f)) => writeln!(
+                s,
+                "  peak: {:.1}% of {c}'s {:.0} TFLOP/s bf16 per chip ({dev})",
+                f * 100.0,
+                pk / 1e12
+            ),
+            (Some(c), Some(pk), None) => writeln!(
+                s,
+                "  peak: {c} {:.0} TFLOP/s bf16 per chip; no FLOP count to compare ({dev})",
+                pk / 1e12
+            ),
+            _ => writeln!(
+                s,
+                "  peak: unknown for {} device {dev:?} (not in the hardware catalog)",
+                r.platform
+            ),
+        };
+        if let Some(m) = &r.compiled_memory {
+            let _ = writeln!(
+                s,
+                "  compiled memory: arguments {}, outputs {}, temporaries {}, code {}{}",
+                mib(m.argument),
+                mib(m.output),
+                mib(m.temp),
+                mib(m.generated_code),
+                if m.alias > 0 { format!(", aliased {}", mib(m.alias)) } else { String::new() }
+            );
+        }
+        if let (Some(b), Some(a)) = (r.rss_before_bytes, r.rss_after_bytes) {
+            #[allow(clippy::cast_precision_loss, clippy::cast_possible_wrap)]
+            let grow = (a as i64 - b as i64) as f64 / 1024.0;
+            #[allow(clippy::cast_precision_loss)]
+            let (bm, am) = (b as f64 / 1048576.0, a as f64 / 1048576.0);
+            let _ = writeln!(
+                s,
+                "  resident memory: {bm:.1} MiB before the timed loop, {am:.1} MiB after ({grow:+.0} KiB)"
+            );
+        }
     }
     s
+}
+
+fn mib(b: i64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let v = b as f64;
+    if b.abs() < 1024 {
+        format!("{b} B")
+    } else if b.abs() < 1 << 20 {
+        format!("{:.1} KiB", v / 1024.0)
+    } else {
+        format!("{:.2} MiB", v / 1048576.0)
+    }
 }
 
 /// Random inputs of the signature's types (floats in [-1, 1), small integers, booleans).
@@ -322,5 +442,41 @@ fn sweep(path: &Path) -> Vec<PathBuf> {
         vec![path.to_owned()]
     } else {
         found.into_iter().map(|(_, p)| p).collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_kinds_map_to_catalog_chips() {
+        let c = tpuport_hw::Catalog::builtin();
+        let id = |k: &str| find_chip(&c, k).map(|c| c.id.clone());
+        for (kind, want) in [
+            ("TPU v4", "v4"),
+            ("TPU v5 lite", "v5e"),
+            ("TPU v5", "v5p"),
+            ("TPU v6 lite", "v6e"),
+            ("TPU7x", "tpu7x"),
+            ("NVIDIA H100 80GB HBM3", "h100"),
+        ] {
+            assert_eq!(id(kind).as_deref(), Some(want), "{kind}");
+        }
+        assert_eq!(id("cpu"), None);
+        assert!(find_chip(&c, "TPU v6 lite").and_then(|c| c.peak.bf16).is_some());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn resident_memory_is_read_from_proc() {
+        let ps = page_size();
+        assert!(ps >= 4096 && ps.is_power_of_two(), "{ps}");
+        let before = rss_bytes().unwrap();
+        let v = vec![1u8; 64 << 20];
+        std::hint::black_box(&v);
+        let after = rss_bytes().unwrap();
+        assert!(after >= before + (32 << 20), "{before} -> {after}");
     }
 }
