@@ -74,6 +74,7 @@ demo: fixtures build
 
 bench: fixtures build
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
 
 fuzz:
