@@ -23,7 +23,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build
+.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -51,7 +51,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint
+test: fixtures lint e2e-port
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport
@@ -76,6 +76,20 @@ bench: fixtures build
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
+
+# torch_xla 2.9.0 needs torch 2.9.0, the project venv has a newer torch: a second venv (multi-GB).
+VENV_XLA := .venv-xla
+$(VENV_XLA)/.stamp:
+	@test -x $(VENV_XLA)/bin/python || $(PY) -m venv $(VENV_XLA)
+	$(VENV_XLA)/bin/pip install -q torch==2.9.0 torch_xla==2.9.0 numpy \
+	  || { echo "error: could not install torch==2.9.0 torch_xla==2.9.0 into $(VENV_XLA): the torch_xla e2e part cannot run"; exit 2; }
+	@touch $@
+
+venv-xla: $(VENV_XLA)/.stamp
+
+# Port real training scripts (JAX pmap, PyTorch) and check the ported ones train to the same loss.
+e2e-port: venv venv-xla build
+	$(VPY) scripts/e2e_port.py --tpuport $(TPUPORT)
 
 fuzz:
 	@$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked

@@ -8,8 +8,14 @@ use super::{Ctx, Note, Proposal, Recipe, call_span};
 use crate::fix::{Edit, edits};
 use crate::rules::jax::missing_donate_argnums::rebinding_call;
 
-pub(super) const RECIPES: &[Recipe] =
-    &[pmap_to_jit, mesh_definitions, replication_helpers, donation];
+pub(super) const RECIPES: &[Recipe] = &[
+    pmap_to_jit,
+    mesh_definitions,
+    replication_helpers,
+    donation,
+    super::jax_outputs::first_replica,
+    super::jax_outputs::local_replicate,
+];
 
 /// Keywords of `pmap` kept (renamed) on `jit`.
 fn jit_keywords(ctx: &Ctx<'_>, call: &Call, skip_first_arg: bool) -> (Vec<String>, Vec<String>) {
@@ -150,13 +156,17 @@ fn mesh_definitions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Not
     ]
     .iter()
     .any(|n| ctx.source.contains(n));
-    if !needs || ctx.source.contains("data_mesh = jax.make_mesh(") {
+    // Only JAX files: a `replicate(` in unrelated code is no reason to add a mesh.
+    let jax_file = ctx.semantic.uses(crate::semantic::Framework::Jax);
+    if !needs || !jax_file || ctx.source.contains("data_mesh = jax.make_mesh(") {
         return;
     }
     let axis = axis_names(ctx).into_iter().next().unwrap_or_else(|| "batch".to_owned());
     let module = ctx.parsed.module();
     let offset = edits::import_insertion_offset(ctx.source, module);
-    let mut text = String::new();
+    // `import jax` goes first in the inserted text: the mesh lines below use it.
+    let mut text =
+        if ctx.semantic.is_imported("jax") { String::new() } else { "import jax\n".to_owned() };
     let mut names = Vec::new();
     if ctx.semantic.binding("NamedSharding") != Some("jax.sharding.NamedSharding") {
         names.push("NamedSharding");
@@ -172,10 +182,7 @@ fn mesh_definitions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Not
          data_sharding = NamedSharding(data_mesh, P(\"{axis}\"))\n\
          replicated_sharding = NamedSharding(data_mesh, P())\n"
     ));
-    let mut v = vec![Edit::insert(offset, text)];
-    if !ctx.semantic.is_imported("jax") {
-        v.extend(edits::add_import(ctx.source, module, "import jax"));
-    }
+    let v = vec![Edit::insert(offset, text)];
     out.push(Proposal { edits: v, description: format!("a 1-D `Mesh` over all devices (axis \"{axis}\") with data and replicated `NamedSharding`s") });
 }
 

@@ -8,6 +8,7 @@
 //! recipes leave where a rewrite would not be safe.
 
 mod jax;
+mod jax_outputs;
 mod tf_tpu;
 mod torch_xla;
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""End-to-end check of `tpuport port`: port a real training script, run both, compare losses.
+
+* JAX: `examples/e2e/jax_pmap_train.py` (`jax.pmap` + `pmean` on 8 fake CPU devices) is ported
+  with `--to jax --write` on a temp copy; original and port run with the project venv's jax and
+  must end at the same loss.
+* PyTorch: `examples/e2e/torch_train.py` (CPU/CUDA MLP) is ported with `--to torch-xla`; the
+  original runs in the project venv, the port in `.venv-xla` (torch 2.9.0 + torch_xla 2.9.0)
+  with `PJRT_DEVICE=CPU`; the losses must agree and torch_xla must have compiled at most 3 graphs.
+
+Each script prints `final_loss <x>` last. Exit 0 when every part passes, 1 when one fails.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+E2E = REPO / "examples" / "e2e"
+RTOL = 1e-3
+MAX_GRAPHS = 3
+
+# Runs a ported torch_xla script, then prints how many graphs torch_xla compiled.
+XLA_RUNNER = """
+import runpy, sys
+path = sys.argv[1]
+sys.argv = [path]
+runpy.run_path(path, run_name="__main__")
+import torch_xla.debug.metrics as met
+data = met.metric_data("CompileTime")
+print("compiled_graphs", data[0] if data else 0)
+"""
+
+
+def run(cmd, env=None, timeout=600):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd[:3]))} ... exited {p.returncode}:\n"
+                           f"{p.stdout[-2000:]}{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def final_loss(out):
+    m = re.findall(r"^final_loss (\S+)$", out, re.M)
+    if not m:
+        raise RuntimeError(f"no `final_loss` line in:\n{out[-2000:]}")
+    return float(m[-1])
+
+
+def port(tpuport, src, target, tmp):
+    dst = Path(tmp) / src.name
+    shutil.copy(src, dst)
+    p = subprocess.run([tpuport, "port", "--to", target, "--write", str(dst)],
+                       capture_output=True, text=True, check=False)
+    if p.returncode not in (0, 1):
+        raise RuntimeError(f"tpuport port --to {target} failed ({p.returncode}): {p.stderr}")
+    manual = [l for l in p.stderr.splitlines() if "manual step" in l]
+    print(f"  ported {src.name} --to {target}: {len(manual)} manual-step notes")
+    for l in manual:
+        print(f"    {l.split('manual step: ', 1)[-1]}")
+    return dst
+
+
+def compare(name, a, b):
+    ok = abs(a - b) <= RTOL * max(abs(a), abs(b)) + 1e-7
+    print(f"  {name}: original final loss {a:.8f}, ported {b:.8f} -> {'PASS' if ok else 'FAIL'}"
+          f" (rtol {RTOL})")
+    return ok
+
+
+def jax_part(args, tmp):
+    print("== JAX: pmap -> jit + NamedSharding (8 fake CPU devices)")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    src = E2E / "jax_pmap_train.py"
+    orig = final_loss(run([args.python, str(src)], env))
+    ported = port(args.tpuport, src, "jax", tmp)
+    if re.search(r"jax\.pmap\s*[,()]", ported.read_text()):
+        print("  FAIL: the port still uses jax.pmap")
+        return False
+    new = final_loss(run([args.python, str(ported)], env))
+    return compare("jax", orig, new)
+
+
+def torch_part(args, tmp):
+    print("== PyTorch -> torch_xla (PJRT_DEVICE=CPU)")
+    xla_py = Path(args.xla_python)
+    probe = subprocess.run([str(xla_py), "-c", "import torch, torch_xla; print(torch.__version__,"
+                            " torch_xla.__version__)"], capture_output=True, text=True,
+                           check=False) if xla_py.exists() else None
+    if probe is None or probe.returncode != 0:
+        why = "missing" if probe is None else probe.stderr.strip().splitlines()[-1:]
+        print(f"  NOT RUN: {xla_py}: torch_xla venv unusable ({why}); "
+              "create it with `make venv-xla` (torch==2.9.0 torch_xla==2.9.0)")
+        return False
+    print(f"  torch_xla venv: torch/torch_xla {probe.stdout.strip()}")
+    src = E2E / "torch_train.py"
+    orig = final_loss(run([args.python, str(src)]))
+    ported = port(args.tpuport, src, "torch-xla", tmp)
+    env = dict(os.environ, PJRT_DEVICE="CPU")
+    out = run([str(xla_py), "-c", XLA_RUNNER, str(ported)], env)
+    graphs = int(float(re.findall(r"^compiled_graphs (\S+)$", out, re.M)[-1]))
+    ok = compare("torch_xla", orig, final_loss(out))
+    g_ok = graphs <= MAX_GRAPHS
+    print(f"  torch_xla compiled {graphs} graph(s) -> {'PASS' if g_ok else 'FAIL'}"
+          f" (at most {MAX_GRAPHS})")
+    return ok and g_ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--tpuport", default=str(REPO / "target/release/tpuport"))
+    ap.add_argument("--python", default=str(REPO / ".venv/bin/python"))
+    ap.add_argument("--xla-python", default=str(REPO / ".venv-xla/bin/python"))
+    args = ap.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, part in (("jax", jax_part), ("torch_xla", torch_part)):
+            try:
+                results[name] = part(args, tmp)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"  FAIL: {e}")
+                results[name] = False
+    print("e2e-port: " + ", ".join(f"{k} {'PASS' if v else 'FAIL'}" for k, v in results.items()))
+    return 0 if all(results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
