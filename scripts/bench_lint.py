@@ -26,7 +26,8 @@ def corpus(site: Path, packages: list[str]) -> tuple[list[Path], int, int]:
     missing = [str(r) for r in roots if not r.is_dir()]
     if missing:
         sys.exit(f"error: corpus missing: {', '.join(missing)} (run `make venv`)")
-    files = sorted(p for r in roots for p in r.rglob("*.py") if p.is_file())
+    # Both tools lint stubs too.
+    files = sorted(p for r in roots for g in ("*.py", "*.pyi") for p in r.rglob(g) if p.is_file())
     lines = 0
     for f in files:
         with open(f, "rb") as fh:
