@@ -42,12 +42,12 @@ HERE = Path(__file__).resolve().parent
 # jax_models sets XLA_FLAGS (8 host devices) before importing jax; this bench wants one device,
 # and backends are created lazily, so the flag is rewritten after the import.
 sys.path.insert(0, str(HERE / "fixtures"))
-import jax_models  # noqa: E402
+import jax_models
 
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "").replace(
     "--xla_force_host_platform_device_count=8", "--xla_force_host_platform_device_count=1")
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
 
 def inputs(d: Path) -> list[Path]:
