@@ -189,7 +189,7 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
         dynamic_values += count_dynamic(graph);
     }
     let counted = counted_weights(model);
-    let params = count_params(model, &counted, opts);
+    let params = count_params(model, &counted);
     let mut largest: Vec<TensorEntry> = counted
         .iter()
         .map(|(id, _)| model.weights.get(*id))
@@ -205,7 +205,7 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
     largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     largest.truncate(opts.top);
     let duplicates = if opts.find_duplicates && model.format.has_graph() {
-        duplicate_groups(model, &counted)
+        duplicate_groups(model, &counted, MIN_DUP_ELEMENTS)
     } else {
         vec![]
     };
@@ -342,7 +342,7 @@ fn is_buffer(name: &str) -> bool {
         .any(|s| name.strip_suffix(s).is_some_and(|head| head.is_empty() || head.ends_with('.')))
 }
 
-fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOptions) -> Params {
+fn count_params(model: &Model, counted: &[(WeightId, Origin)]) -> Params {
     let checkpoint = !model.format.has_graph();
     let mut p = Params::default();
     let mut ranges: HashMap<(usize, u64, u64), ()> = HashMap::new();
@@ -383,15 +383,30 @@ fn count_params(model: &Model, counted: &[(WeightId, Origin)], _o: &InventoryOpt
 /// Tensors smaller than this are not hashed for duplicate detection (biases, scalars).
 const MIN_DUP_ELEMENTS: u64 = 1024;
 
-fn duplicate_groups(model: &Model, counted: &[(WeightId, Origin)]) -> Vec<DuplicateGroup> {
+/// Groups of tensors the model stores more than once — byte-identical, or a 2-D tensor and its
+/// transpose — among the stored weights the model uses (initializers, checkpoint tensors; not
+/// constant-node tensors), ignoring tensors with fewer than `min_elements` elements. Biggest
+/// groups first.
+#[must_use]
+pub fn duplicate_tensors(model: &Model, min_elements: u64) -> Vec<DuplicateGroup> {
+    duplicate_groups(model, &counted_weights(model), min_elements)
+}
+
+fn duplicate_groups(
+    model: &Model,
+    counted: &[(WeightId, Origin)],
+    min_elements: u64,
+) -> Vec<DuplicateGroup> {
     // Bucket by (dtype, element count); inside a bucket compare a cheap fingerprint (a hash of
     // elements sampled at fixed logical positions), and only on a fingerprint match compare the
     // full contents. 2-D tensors are also fingerprinted in transposed order, so a transposed
     // copy (the legacy ONNX exporter's tied lm_head) is found without transposing anything.
     let mut buckets: BTreeMap<(DType, u64), Vec<WeightId>> = BTreeMap::new();
-    for (id, _) in counted {
+    // Only stored tensors (initializers, checkpoint tensors): constants are not counted as
+    // parameters, so their copies must not be subtracted from the parameter count either.
+    for (id, _) in counted.iter().filter(|(_, o)| *o == Origin::Stored) {
         let w = model.weights.get(*id);
-        if w.elements() >= MIN_DUP_ELEMENTS && !matches!(w.data, WeightData::Absent { .. }) {
+        if w.elements() >= min_elements && !matches!(w.data, WeightData::Absent { .. }) {
             buckets.entry((w.dtype, w.elements())).or_default().push(*id);
         }
     }

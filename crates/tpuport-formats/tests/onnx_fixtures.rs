@@ -14,7 +14,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tpuport_formats::onnx::{OnnxImporter, duplicate_initializers, infer_shapes};
+use tpuport_analysis::inventory::duplicate_tensors;
+use tpuport_formats::onnx::{OnnxImporter, infer_shapes};
 use tpuport_formats::{ImportOptions, Importer};
 use tpuport_model::{Framework, Graph, Model, Shape, TensorType, ValueKind};
 
@@ -165,15 +166,14 @@ fn gpt2() {
 fn gpt2_legacy_tied_embedding_is_a_transposed_duplicate() {
     let (path, _) = fixture("gpt2", "legacy");
     let m = OnnxImporter.import(&path, &ImportOptions::default()).unwrap();
-    let groups = duplicate_initializers(&m);
-    let wte = m
-        .weights
-        .id_of("inner.transformer.wte.weight")
-        .or_else(|| m.weights.id_of("transformer.wte.weight"))
+    let groups = duplicate_tensors(&m, 1);
+    let wte = ["inner.transformer.wte.weight", "transformer.wte.weight"]
+        .into_iter()
+        .find(|n| m.weights.id_of(n).is_some())
         .unwrap();
-    let g = groups.iter().find(|g| g.contains(&wte)).expect("wte has a duplicate");
-    assert_eq!(g.len(), 2, "{:?}", g.iter().map(|id| &m.weights.get(*id).name).collect::<Vec<_>>());
-    let other = m.weights.get(*g.iter().find(|id| **id != wte).unwrap());
+    let g = groups.iter().find(|g| g.names.iter().any(|n| n == wte)).expect("wte has a duplicate");
+    assert_eq!(g.names.len(), 2, "{:?}", g.names);
+    let other = m.weights.by_name(g.names.iter().find(|n| *n != wte).unwrap()).unwrap();
     assert_eq!(other.shape, vec![768, 50257]);
     // Only the tied embedding is duplicated in this (perturbed) export.
     assert_eq!(groups.len(), 1, "{groups:?}");

@@ -9,7 +9,6 @@
 //! and shapes are inferred ([`infer_shapes`]) after binding the [`ImportOptions`] dimensions.
 //! Unknown ops are kept as nodes; nodes whose shapes cannot be inferred become warnings.
 
-pub mod dedup;
 pub mod dtype;
 pub mod proto;
 pub mod shape_infer;
@@ -31,7 +30,6 @@ use prost::Message;
 use prost::bytes::Bytes;
 use tpuport_model::{Attr, Graph, Model, ModelFormat, NoteLevel};
 
-pub use dedup::duplicate_initializers;
 pub use shape_infer::{InferReport, infer_shapes};
 
 use crate::{FormatError, ImportOptions, Importer};
