@@ -3,26 +3,13 @@
 //! endian, Fortran order included) are read by tpuport; files tpuport writes are read by NumPy.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use tpuport_formats::ImportOptions;
 use tpuport_formats::npy::{read_npy, read_npz, write_npy, write_npz};
 use tpuport_model::{DType, HostTensor};
-
-fn python() -> PathBuf {
-    tpuport_testkit::python()
-}
-
 fn run_py(code: &str, args: &[&Path]) -> String {
-    let out = Command::new(python()).arg("-c").arg(code).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "python failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(tpuport_testkit::run_python(code, args).stdout).unwrap()
 }
 
 /// FNV-1a over bytes, the same function the Python side computes.

@@ -3,32 +3,12 @@
 //! `huggingface_hub.save_torch_state_dict` shards with their index.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use tpuport_formats::ImportOptions;
 use tpuport_model::{DType, Framework, WeightData};
-
-fn python() -> PathBuf {
-    tpuport_testkit::python()
-}
-
 fn run_py(code: &str, dir: &Path) -> serde_json::Value {
-    let out = Command::new(python()).arg("-c").arg(code).arg(dir).output().unwrap();
-    assert!(
-        out.status.success(),
-        "python failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn checksum(b: &[u8]) -> u64 {
-    b.iter()
-        .enumerate()
-        .map(|(i, &x)| u64::from(x) * (i as u64 % 251 + 1))
-        .fold(0, u64::wrapping_add)
+    serde_json::from_slice(&tpuport_testkit::run_python(code, &[dir]).stdout).unwrap()
 }
 
 const WRITE: &str = r"
@@ -74,7 +54,11 @@ fn reads_files_from_safetensors_and_hf_hub() {
                 v[1].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
             assert_eq!(w.shape, shape, "{name}");
             assert!(matches!(w.data, WeightData::Mapped { .. }), "{name}");
-            assert_eq!(checksum(&w.bytes().unwrap()), v[2].as_u64().unwrap(), "{name}");
+            assert_eq!(
+                tpuport_testkit::position_checksum(&w.bytes().unwrap()),
+                v[2].as_u64().unwrap(),
+                "{name}"
+            );
         }
     };
     let m = tpuport_formats::open(&d.path().join("all.safetensors"), &ImportOptions::default())

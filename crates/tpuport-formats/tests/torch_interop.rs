@@ -5,34 +5,13 @@
 //! scan must find only allow-listed globals.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use tpuport_formats::torch;
 use tpuport_formats::{ImportOptions, Limits};
 use tpuport_model::{DType, ModelFormat};
-
-fn python() -> PathBuf {
-    tpuport_testkit::python()
-}
-
 fn run_py(code: &str, dir: &Path) -> serde_json::Value {
-    let out = Command::new(python()).arg("-c").arg(code).arg(dir).output().unwrap();
-    assert!(
-        out.status.success(),
-        "python failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Position-weighted byte sum; the Python side computes the same with numpy.
-fn checksum(b: &[u8]) -> u64 {
-    b.iter()
-        .enumerate()
-        .map(|(i, &x)| u64::from(x) * (i as u64 % 251 + 1))
-        .fold(0, u64::wrapping_add)
+    serde_json::from_slice(&tpuport_testkit::run_python(code, &[dir]).stdout).unwrap()
 }
 
 const WRITE: &str = r"
@@ -130,7 +109,11 @@ fn reads_real_torch_save_checkpoints() {
             assert_eq!(w.shape, shape, "{file}:{name}");
             assert_eq!(w.elements(), t[3].as_u64().unwrap(), "{file}:{name}");
             let bytes = w.bytes().unwrap_or_else(|e| panic!("{file}:{name}: {e}"));
-            assert_eq!(checksum(&bytes), t[4].as_u64().unwrap(), "{file}:{name} bytes");
+            assert_eq!(
+                tpuport_testkit::position_checksum(&bytes),
+                t[4].as_u64().unwrap(),
+                "{file}:{name} bytes"
+            );
             total += t[3].as_u64().unwrap();
         }
         assert_eq!(m.weights.total_elements(), total, "{file}");

@@ -61,3 +61,13 @@ pub fn run_python<S: AsRef<std::ffi::OsStr>>(code: &str, args: &[S]) -> Output {
     );
     out
 }
+
+/// Position-weighted byte sum (`sum(b[i] * (i % 251 + 1))`, wrapping), the checksum the
+/// interop tests' Python side computes with numpy.
+#[must_use]
+pub fn position_checksum(b: &[u8]) -> u64 {
+    b.iter()
+        .enumerate()
+        .map(|(i, &x)| u64::from(x) * (i as u64 % 251 + 1))
+        .fold(0, u64::wrapping_add)
+}
