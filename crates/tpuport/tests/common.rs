@@ -32,18 +32,34 @@ pub struct Out {
     pub stderr: String,
 }
 
-/// Runs the built binary with `args`.
-pub fn tpuport(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_tpuport"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("running tpuport");
+/// The built binary with colour off.
+pub fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tpuport"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// The built binary for runtime tests: its own executable cache directory, and plugin
+/// discovery not overridden by the caller's environment.
+pub fn runtime_command(cache: &Path) -> Command {
+    let mut c = command();
+    c.env("TPUPORT_CACHE_DIR", cache).env_remove("TPUPORT_PJRT_PLUGIN");
+    c
+}
+
+/// Runs a command and collects its exit code and output.
+pub fn output(cmd: &mut Command) -> Out {
+    let o = cmd.output().expect("running tpuport");
     Out {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     }
+}
+
+/// Runs the built binary with `args`.
+pub fn tpuport(args: &[&str]) -> Out {
+    output(command().args(args))
 }
 
 /// Runs `tpuport --format json inspect <path> <extra>` and parses the report; panics with

@@ -2,21 +2,17 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tpuport"));
-    c.env("NO_COLOR", "1");
-    c
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    tpuport_testkit::repo_root()
 }
 
 fn run(args: &[&str], cwd: &Path) -> Output {
-    bin().args(args).current_dir(cwd).output().unwrap()
+    common::command().args(args).current_dir(cwd).output().unwrap()
 }
 
 fn stdout(o: &Output) -> String {

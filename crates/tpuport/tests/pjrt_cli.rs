@@ -6,30 +6,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tpuport_model::{DType, HostTensor};
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+use common::Out;
 
 /// Runs the binary with its own executable cache directory.
 fn tpuport(cache: &Path, args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_tpuport"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("TPUPORT_CACHE_DIR", cache)
-        .env_remove("TPUPORT_PJRT_PLUGIN")
-        .output()
-        .expect("running tpuport");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    common::output(common::runtime_command(cache).args(args))
 }
 
 fn cpu_plugin_present() {

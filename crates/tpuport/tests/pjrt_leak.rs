@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 const BOUND: u64 = 16 << 20;
 
@@ -24,17 +23,13 @@ const WIDE: &str = r"module @wide {
 
 fn bench_rss(cache: &Path, model: &Path, iters: u32) -> (u64, u64) {
     assert!(tpuport_pjrt::find_cpu().is_some(), "CPU PJRT plugin not found: run `make venv`");
-    let o = Command::new(env!("CARGO_BIN_EXE_tpuport"))
-        .args(["--format", "json", "bench", model.to_str().unwrap(), "--warmup", "50"])
-        .args(["--iters", &iters.to_string()])
-        .env("NO_COLOR", "1")
-        .env("TPUPORT_CACHE_DIR", cache)
-        .env_remove("TPUPORT_PJRT_PLUGIN")
-        .output()
-        .expect("running tpuport");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let o = common::output(
+        common::runtime_command(cache)
+            .args(["--format", "json", "bench", model.to_str().unwrap(), "--warmup", "50"])
+            .args(["--iters", &iters.to_string()]),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     let r = &v["results"][0];
     assert_eq!(r["iters"], iters);
     (r["rss_before_bytes"].as_u64().unwrap(), r["rss_after_bytes"].as_u64().unwrap())
