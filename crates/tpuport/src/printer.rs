@@ -32,12 +32,6 @@ impl Printer {
         Printer { quiet: g.quiet, verbose: g.verbose, color }
     }
 
-    /// Whether colour escapes may be used.
-    #[allow(dead_code, reason = "used by verbs that colour their reports")]
-    pub(crate) fn color(&self) -> bool {
-        self.color
-    }
-
     /// Writes report data to stdout. A closed pipe exits 0 at once.
     pub(crate) fn data(&self, text: &str) {
         let mut out = std::io::stdout().lock();
@@ -51,7 +45,6 @@ impl Printer {
     }
 
     /// A warning on stderr (suppressed by `--quiet`).
-    #[allow(dead_code, reason = "used by verbs that warn")]
     pub(crate) fn warn(&self, msg: &str) {
         if !self.quiet {
             eprintln!("{}: {msg}", self.paint("warning", "33"));
@@ -64,23 +57,15 @@ impl Printer {
     }
 
     /// An informational line on stderr (only with `-v`).
-    #[allow(dead_code, reason = "used by verbs that log progress")]
     pub(crate) fn info(&self, msg: &str) {
         if self.verbose > 0 && !self.quiet {
             eprintln!("{msg}");
         }
     }
 
-    /// Prints an error chain as one line: `error: outer: cause: root`.
+    /// Prints an error chain as one line: `error: outer: cause: root` (anyhow's `{:#}`).
     pub(crate) fn error(&self, err: &anyhow::Error) {
-        let mut line = String::new();
-        for (i, cause) in err.chain().enumerate() {
-            if i > 0 {
-                line.push_str(": ");
-            }
-            line.push_str(&cause.to_string());
-        }
-        eprintln!("{}: {line}", self.paint("error", "31"));
+        eprintln!("{}: {err:#}", self.paint("error", "31"));
     }
 
     fn paint(&self, word: &str, code: &str) -> String {
