@@ -75,8 +75,14 @@ def compare(name, a, b):
 
 def jax_part(args, tmp):
     print("== JAX: pmap -> jit + NamedSharding (8 fake CPU devices)")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu")
+    # XLA:CPU runs each fake device's share of a pmap on its own thread and aborts the process
+    # when one thread reaches a collective 40 s after the others (the default of
+    # --xla_cpu_collective_call_terminate_timeout_seconds). On a loaded 2-core CI machine a
+    # thread can be descheduled that long (seen once here, in a run that normally takes 2.3 s),
+    # so allow 300 s; `run` still bounds the whole script at 600 s.
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8"
+                         " --xla_cpu_collective_call_terminate_timeout_seconds=300")
     src = E2E / "jax_pmap_train.py"
     orig = final_loss(run([args.python, str(src)], env))
     ported = port(args.tpuport, src, "jax", tmp)
