@@ -1,0 +1,1 @@
+//! StableHLO → StableHLO rewrites (owned by the validation work; see the crate docs).
