@@ -17,6 +17,7 @@ mod attrs;
 mod external;
 mod graph;
 mod meta;
+mod pb_tensor;
 mod prescan;
 mod tensor;
 mod types;
@@ -30,6 +31,7 @@ use prost::Message;
 use prost::bytes::Bytes;
 use tpuport_model::{Attr, Graph, Model, ModelFormat, NoteLevel};
 
+pub use pb_tensor::read_tensor_pb;
 pub use shape_infer::{InferReport, infer_shapes};
 
 use crate::{FormatError, ImportOptions, Importer};
