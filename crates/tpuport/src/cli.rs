@@ -74,4 +74,7 @@ pub(crate) enum Command {
     Catalog(commands::catalog::CatalogArgs),
     /// Print the documentation of a finding or rule code.
     Explain(commands::explain::ExplainArgs),
+    /// Developer check: run the ONNX backend test cases (`make conformance` writes them)
+    /// through `tpuport lower` on a PJRT device and report pass / fail / unsupported per op.
+    Conformance(commands::conformance::ConformanceArgs),
 }

@@ -4,6 +4,7 @@
 pub(crate) mod bench;
 pub(crate) mod catalog;
 pub(crate) mod check;
+pub(crate) mod conformance;
 pub(crate) mod doctor;
 pub(crate) mod explain;
 pub(crate) mod inspect;
@@ -48,5 +49,6 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Port(a) => port::run(&a, global, p),
         Command::Catalog(a) => catalog::run(&a, global, p),
         Command::Explain(a) => explain::run(&a, global, p),
+        Command::Conformance(a) => conformance::run(&a, global, p),
     }
 }
