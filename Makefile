@@ -23,7 +23,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla
+.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance lower-refs
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -76,6 +76,26 @@ bench: fixtures build
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
+	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+
+# ONNX backend test cases (onnx's node cases, built in memory by the onnx package, plus its
+# simple / pytorch-converted / pytorch-operator suites) written to a cache dir keyed by the onnx
+# version and the script, then lowered, compiled and run by `tpuport conformance`. Exit 1 when a
+# pass rate falls below scripts/conformance_floor.json. Summary: .cache/conformance.json.
+CONF_FLOOR := scripts/conformance_floor.json
+REF_ONNX    = $(wildcard $(FIX_LINK)/torch/*/legacy.onnx $(FIX_LINK)/torch/*/dynamo.onnx)
+conformance: venv build
+	@test -d $(FIX_LINK)/torch || { echo "error: $(FIX_LINK)/torch missing (reference models): run make fixtures"; exit 2; }
+	@mkdir -p .cache
+	dir=$$(cd /tmp && $(abspath $(VPY)) $(abspath scripts/onnx_conformance.py)) && \
+	$(TPUPORT) conformance "$$dir" --json .cache/conformance.json --floor $(CONF_FLOOR) \
+	  $(addprefix --reference ,$(REF_ONNX))
+
+# Batch-8 inputs + onnxruntime outputs for crates/tpuport/tests/lower_models.rs (cached; the
+# test finds them via TPUPORT_LOWER_REFS or the newest ~/.cache/tpuport/lower-refs-*).
+lower-refs: venv
+	@test -d $(FIX_LINK)/torch || { echo "error: $(FIX_LINK)/torch missing: run make fixtures"; exit 2; }
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/lower_refs.py) --fixtures $(abspath $(FIX_LINK))
 
 # torch_xla 2.9.0 needs torch 2.9.0, the project venv has a newer torch: a second venv (multi-GB).
 VENV_XLA := .venv-xla
