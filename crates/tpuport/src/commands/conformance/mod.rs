@@ -388,7 +388,9 @@ fn run_all(
 
 fn result(c: &Case, outcome: Outcome, stage: &'static str, reason: String, ms: f64) -> CaseResult {
     let op = if c.meta.op.is_empty() { "(unknown)".to_owned() } else { c.meta.op.clone() };
-    let mut reason = reason.replace('\n', " ");
+    // Paths inside the case directory read better relative to it.
+    let prefix = format!("{}/", c.dir.display());
+    let mut reason = reason.replace('\n', " ").replace(&prefix, "");
     if reason.len() > 400 {
         let mut cut = 400;
         while !reason.is_char_boundary(cut) {
@@ -413,13 +415,10 @@ fn stop(outcome: Outcome, stage: &'static str, reason: impl ToString) -> Stop {
 }
 
 fn run_case(c: &Case, client: &Client) -> Result<(), Stop> {
-    let nontensor = c
-        .meta
-        .inputs
-        .iter()
-        .chain(&c.meta.outputs)
-        .find(|v| v.kind != "tensor_type")
-        .map(|v| format!("{} is a {} value", v.name, v.kind.trim_end_matches("_type")));
+    let nontensor =
+        c.meta.inputs.iter().chain(&c.meta.outputs).find(|v| v.kind != "tensor_type").map(|v| {
+            format!("{} is a {} value, not a tensor", v.name, v.kind.trim_end_matches("_type"))
+        });
     if let Some(why) = nontensor {
         return Err(stop(Outcome::Unsupported, "data", why));
     }
@@ -473,7 +472,20 @@ fn run_case(c: &Case, client: &Client) -> Result<(), Stop> {
         })?;
     let by_name: HashMap<&str, &HostTensor> =
         names.iter().map(String::as_str).zip(inputs.iter()).collect();
-    let args = bind_args(&model, &lowered.args, &by_name)?;
+    let tol = (c.meta.rtol.unwrap_or(1e-3), c.meta.atol.unwrap_or(1e-7));
+    run_lowered(client, &model, lowered, &by_name, &expected, tol)
+}
+
+/// Binds, compiles, runs a lowered module and compares its results with `expected` in order.
+fn run_lowered(
+    client: &Client,
+    model: &Model,
+    lowered: tpuport_lower::onnx::Lowered,
+    inputs: &HashMap<&str, &HostTensor>,
+    expected: &[HostTensor],
+    (rtol, atol): (f64, f64),
+) -> Result<(), Stop> {
+    let args = bind_args(model, &lowered.args, inputs)?;
     let exe = client
         .compile(&Program::mlir(lowered.mlir.into_bytes()), &CompileOptions::default())
         .map_err(|e| stop(Outcome::Error, "compile", e))?;
@@ -496,9 +508,8 @@ fn run_case(c: &Case, client: &Client) -> Result<(), Stop> {
             format!("{} results, expected {}", outs.len(), expected.len()),
         ));
     }
-    for (j, (b, e)) in outs.iter().zip(&expected).enumerate() {
+    for (j, (b, e)) in outs.iter().zip(expected).enumerate() {
         let got = b.to_host().map_err(|e| stop(Outcome::Error, "execute", e))?;
-        let (rtol, atol) = (c.meta.rtol.unwrap_or(1e-3), c.meta.atol.unwrap_or(1e-7));
         if let Some(why) = compare::mismatch(&got, e, rtol, atol) {
             let name = lowered.results.get(j).map_or_else(|| format!("#{j}"), |r| r.name.clone());
             return Err(stop(Outcome::Fail, "compare", format!("output {name}: {why}")));
@@ -653,4 +664,58 @@ fn render(s: &Summary, all_cases: bool) -> String {
     out.push_str(&line("total", &s.total));
     let _ = writeln!(out, "on {} in {:.1} s", s.platform, s.wall_s);
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use tpuport_lower::onnx::{ArgBinding, Lowered, ResultBinding};
+    use tpuport_model::{DType, ModelFormat};
+
+    use super::*;
+
+    const ADD: &str = "func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n  \
+        %0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>\n  return %0 : tensor<3xf32>\n}\n";
+
+    fn lowered() -> Lowered {
+        Lowered {
+            mlir: ADD.to_owned(),
+            args: vec![ArgBinding {
+                source: ArgSource::Input("x".into()),
+                dtype: DType::F32,
+                shape: vec![3],
+            }],
+            results: vec![ResultBinding { name: "y".into(), dtype: DType::F32, shape: vec![3] }],
+        }
+    }
+
+    fn client() -> Client {
+        let found = tpuport_pjrt::find(None).unwrap();
+        Client::new(tpuport_pjrt::load(&found.path).unwrap(), &ClientOptions::cpu_devices(1))
+            .unwrap()
+    }
+
+    /// The stages after lowering on the real CPU plugin: pass within tolerance, fail outside
+    /// it, fail on a wrong shape, error when an argument's data has the wrong type.
+    #[test]
+    fn compiles_runs_and_classifies() {
+        let c = client();
+        let model = Model::empty(ModelFormat::Onnx);
+        let x = HostTensor::from_f32(vec![3], &[1.0, -2.0, 3.5]).unwrap();
+        let inputs: HashMap<&str, &HostTensor> = [("x", &x)].into_iter().collect();
+        let tol = (1e-3, 1e-7);
+        let want = HostTensor::from_f32(vec![3], &[2.0, -4.0, 7.0005]).unwrap();
+        assert!(run_lowered(&c, &model, lowered(), &inputs, &[want], tol).is_ok());
+        let off = HostTensor::from_f32(vec![3], &[2.0, -4.0, 7.1]).unwrap();
+        let e = run_lowered(&c, &model, lowered(), &inputs, &[off], tol).unwrap_err();
+        assert_eq!((e.outcome, e.stage), (Outcome::Fail, "compare"));
+        assert!(e.reason.starts_with("output y: 1 of 3 elements differ"), "{}", e.reason);
+        let shape = HostTensor::from_f32(vec![1, 3], &[2.0, -4.0, 7.0]).unwrap();
+        let e = run_lowered(&c, &model, lowered(), &inputs, &[shape], tol).unwrap_err();
+        assert_eq!(e.outcome, Outcome::Fail);
+        let xi = HostTensor::new(DType::I32, vec![3], vec![0; 12]).unwrap();
+        let inputs: HashMap<&str, &HostTensor> = [("x", &xi)].into_iter().collect();
+        let e = run_lowered(&c, &model, lowered(), &inputs, &[], tol).unwrap_err();
+        assert_eq!((e.outcome, e.stage), (Outcome::Error, "lower"));
+    }
 }
