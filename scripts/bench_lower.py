@@ -37,7 +37,7 @@ import numpy as np
 import onnxruntime as ort
 
 ROUNDS = 5
-ITERS = 20
+ITERS = 10
 WARMUP = 3
 MODELS = ("resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "gpt2")
 EXPORTERS = ("legacy", "dynamo")
