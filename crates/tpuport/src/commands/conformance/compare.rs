@@ -86,8 +86,42 @@ fn values(t: &HostTensor) -> Option<Vec<f64>> {
         DType::U16 => le!(u16, 2),
         DType::U8 => le!(u8, 1),
         DType::Bool => d.iter().map(|&b| f64::from(u8::from(b != 0))).collect(),
+        DType::F8E4M3FN => d.iter().map(|&b| f8(b, 3, 7, F8::Fn)).collect(),
+        DType::F8E4M3FNUZ => d.iter().map(|&b| f8(b, 3, 8, F8::Fnuz)).collect(),
+        DType::F8E5M2 => d.iter().map(|&b| f8(b, 2, 15, F8::Ieee)).collect(),
+        DType::F8E5M2FNUZ => d.iter().map(|&b| f8(b, 2, 16, F8::Fnuz)).collect(),
         _ => return None,
     })
+}
+
+/// How an 8-bit float encodes specials.
+#[derive(Clone, Copy)]
+enum F8 {
+    /// Infinities and NaNs as in IEEE (all-ones exponent): E5M2.
+    Ieee,
+    /// No infinities; NaN is all ones in exponent and mantissa: E4M3FN.
+    Fn,
+    /// No infinities, no negative zero; NaN is 0x80: the FNUZ types.
+    Fnuz,
+}
+
+/// Decodes an 8-bit float with `mbits` mantissa bits and exponent `bias` (ONNX's f8 types).
+fn f8(b: u8, mbits: u32, bias: i32, kind: F8) -> f64 {
+    let ebits = 7 - mbits;
+    let emax = (1u32 << ebits) - 1;
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = (u32::from(b) >> mbits) & emax;
+    let m = u32::from(b) & ((1 << mbits) - 1);
+    match kind {
+        F8::Fnuz if b == 0x80 => return f64::NAN,
+        F8::Fn if e == emax && m == (1 << mbits) - 1 => return f64::NAN,
+        F8::Ieee if e == emax => return if m == 0 { sign * f64::INFINITY } else { f64::NAN },
+        _ => {}
+    }
+    let frac = f64::from(m) / f64::from(1u32 << mbits);
+    let v =
+        if e == 0 { frac * 2f64.powi(1 - bias) } else { (1.0 + frac) * 2f64.powi(e as i32 - bias) };
+    sign * v
 }
 
 #[cfg(test)]
@@ -109,6 +143,18 @@ mod tests {
         assert!(mismatch(&f(&[3], &[1.0, f32::NAN, f32::NEG_INFINITY]), &e, 1e-3, 1e-7).is_some());
         let m = mismatch(&f(&[1, 3], &[1.0, f32::NAN, f32::INFINITY]), &e, 1e-3, 1e-7).unwrap();
         assert!(m.starts_with("shape [1, 3]"), "{m}");
+    }
+
+    #[test]
+    fn f8_decoding() {
+        assert_eq!(f8(0x7e, 3, 7, F8::Fn), 448.0);
+        assert!(f8(0x7f, 3, 7, F8::Fn).is_nan());
+        assert_eq!(f8(0x01, 3, 7, F8::Fn), 2f64.powi(-9));
+        assert_eq!(f8(0x7b, 2, 15, F8::Ieee), 57344.0);
+        assert_eq!(f8(0xfc, 2, 15, F8::Ieee), f64::NEG_INFINITY);
+        assert!(f8(0x80, 3, 8, F8::Fnuz).is_nan());
+        assert_eq!(f8(0x7f, 3, 8, F8::Fnuz), 240.0);
+        assert_eq!(f8(0x7f, 2, 16, F8::Fnuz), 57344.0);
     }
 
     #[test]

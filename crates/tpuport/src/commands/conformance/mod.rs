@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tpuport_formats::{ImportOptions, Limits};
 use tpuport_lower::LowerError;
 use tpuport_lower::onnx::{ArgSource, LowerOptions};
-use tpuport_model::{HostTensor, Model, Shape};
+use tpuport_model::{HostTensor, Model, Shape, ValueKind, Weight, WeightData};
 use tpuport_pjrt::{Client, ClientOptions, CompileOptions, Program};
 
 use crate::cli::{Format, GlobalArgs};
@@ -118,6 +118,10 @@ struct CaseResult {
     stage: &'static str,
     reason: String,
     ms: f64,
+    /// Graph inputs bound to their test values as constants because the lowering needs them
+    /// at lowering time (axes, shapes, pads given as inputs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    bound_inputs: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -157,6 +161,8 @@ struct Summary {
     suites: BTreeMap<String, Tally>,
     /// Node-suite cases whose main op occurs in a `--reference` model.
     node_reference_ops: Tally,
+    /// Passing cases that needed graph inputs bound as constants.
+    pass_with_bound_inputs: usize,
     reference_ops: Vec<String>,
     ops: BTreeMap<String, Tally>,
     cases: Vec<CaseResult>,
@@ -317,8 +323,9 @@ fn run_all(
                     }
                     let c = &cases[i];
                     let t = Instant::now();
+                    let mut bound = Vec::new();
                     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_case(c, &client)
+                        run_case(c, &client, &mut bound)
                     }));
                     let ms = t.elapsed().as_secs_f64() * 1e3;
                     let (outcome, stage, reason) = match res {
@@ -336,7 +343,9 @@ fn run_all(
                     if let Ok(mut r) = running.lock() {
                         r.remove(&i);
                     }
-                    let _ = tx.send((i, result(c, outcome, stage, reason, ms)));
+                    let mut r = result(c, outcome, stage, reason, ms);
+                    r.bound_inputs = bound;
+                    let _ = tx.send((i, r));
                 });
             });
         });
@@ -399,7 +408,16 @@ fn result(c: &Case, outcome: Outcome, stage: &'static str, reason: String, ms: f
         reason.truncate(cut);
         reason.push('…');
     }
-    CaseResult { suite: c.suite.clone(), name: c.name.clone(), op, outcome, stage, reason, ms }
+    CaseResult {
+        suite: c.suite.clone(),
+        name: c.name.clone(),
+        op,
+        outcome,
+        stage,
+        reason,
+        ms,
+        bound_inputs: Vec::new(),
+    }
 }
 
 /// Why a case did not pass.
@@ -414,7 +432,7 @@ fn stop(outcome: Outcome, stage: &'static str, reason: impl ToString) -> Stop {
     Stop { outcome, stage, reason: reason.to_string() }
 }
 
-fn run_case(c: &Case, client: &Client) -> Result<(), Stop> {
+fn run_case(c: &Case, client: &Client, bound: &mut Vec<String>) -> Result<(), Stop> {
     let nontensor =
         c.meta.inputs.iter().chain(&c.meta.outputs).find(|v| v.kind != "tensor_type").map(|v| {
             format!("{} is a {} value, not a tensor", v.name, v.kind.trim_end_matches("_type"))
@@ -463,13 +481,34 @@ fn run_case(c: &Case, client: &Client) -> Result<(), Stop> {
     for (n, t) in names.iter().zip(&inputs) {
         opts.input_shapes.insert(n.clone(), Shape::fixed(&t.shape));
     }
-    let model =
+    let mut model =
         tpuport_formats::open(&model_path, &opts).map_err(|e| stop(Outcome::Error, "import", e))?;
-    let lowered =
-        tpuport_lower::onnx::lower(&model, &LowerOptions::default()).map_err(|e| match e {
-            LowerError::Unsupported { .. } => stop(Outcome::Unsupported, "lower", e),
-            _ => stop(Outcome::Error, "lower", e),
-        })?;
+    // A static-shape lowering needs shape-like operands (axes, target shapes, pads, slice
+    // bounds) at lowering time; the node cases often pass them as graph inputs. Such an input
+    // is bound to its test value as a constant and the case is lowered again; the case's
+    // result records which inputs were bound.
+    let lowered = loop {
+        match tpuport_lower::onnx::lower(&model, &LowerOptions::default()) {
+            Ok(l) => break l,
+            Err(e) => {
+                let folded = match &e {
+                    LowerError::Unsupported { node, what, .. }
+                        if what.contains("must be known at lowering time") =>
+                    {
+                        fold_input(&mut model, node, what, &names, &inputs)
+                    }
+                    _ => None,
+                };
+                match folded {
+                    Some(name) => bound.push(name),
+                    None if matches!(e, LowerError::Unsupported { .. }) => {
+                        return Err(stop(Outcome::Unsupported, "lower", e));
+                    }
+                    None => return Err(stop(Outcome::Error, "lower", e)),
+                }
+            }
+        }
+    };
     let by_name: HashMap<&str, &HostTensor> =
         names.iter().map(String::as_str).zip(inputs.iter()).collect();
     let tol = (c.meta.rtol.unwrap_or(1e-3), c.meta.atol.unwrap_or(1e-7));
@@ -516,6 +555,37 @@ fn run_lowered(
         }
     }
     Ok(())
+}
+
+/// Turns the graph input that `node`'s input named in `what` (`… (input 2) must be known …`)
+/// reads into a weight holding its test value; returns its name, or `None` when that operand
+/// is not a graph input with test data.
+fn fold_input(
+    model: &mut Model,
+    node: &str,
+    what: &str,
+    names: &[String],
+    inputs: &[HostTensor],
+) -> Option<String> {
+    let idx: usize = what.split("(input ").nth(1)?.split(')').next()?.trim().parse().ok()?;
+    let g = &model.graph;
+    let n = match node.strip_prefix('#').and_then(|i| i.parse::<usize>().ok()) {
+        Some(i) => g.nodes.get(i)?,
+        None => g.nodes.iter().find(|n| n.name == node)?,
+    };
+    let vid = (*n.inputs.get(idx)?)?;
+    let name = g.values.get(vid.0 as usize)?.name.clone();
+    let pos = g.inputs.iter().position(|v| *v == vid)?;
+    let t = names.iter().position(|x| *x == name).and_then(|j| inputs.get(j))?;
+    let id = model.weights.push(Weight {
+        name: name.clone(),
+        dtype: t.dtype,
+        shape: t.shape.clone(),
+        data: WeightData::Inline(Arc::from(t.data())),
+    });
+    model.graph.inputs.remove(pos);
+    model.graph.values[vid.0 as usize].kind = ValueKind::Weight(id);
+    Some(name)
 }
 
 /// Host tensors for the module's arguments: caller inputs by name, weights from the store.
@@ -595,6 +665,10 @@ fn summarize(
         total,
         suites,
         node_reference_ops: node_ref,
+        pass_with_bound_inputs: cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Pass && !c.bound_inputs.is_empty())
+            .count(),
         reference_ops: reference_ops.into_iter().collect(),
         ops,
         cases,
@@ -662,6 +736,13 @@ fn render(s: &Summary, all_cases: bool) -> String {
         out.push_str(&line("node, reference ops", &s.node_reference_ops));
     }
     out.push_str(&line("total", &s.total));
+    if s.pass_with_bound_inputs > 0 {
+        let _ = writeln!(
+            out,
+            "{} of the passes bind shape-like graph inputs (axes, shapes, pads) as constants",
+            s.pass_with_bound_inputs
+        );
+    }
     let _ = writeln!(out, "on {} in {:.1} s", s.platform, s.wall_s);
     out
 }
