@@ -5,7 +5,7 @@ compile time per reference model.
 
 Same model file (`$TPUPORT_FIXTURES/torch/resnet50/<exporter>.onnx`), same batch (8), same
 cores, same thread count T (default: the CPUs this process may use):
-  tpuport      `tpuport lower MODEL --batch 8 -o DIR` once, then per round
+  tpuport      `tpuport lower MODEL --input-shape input=8x3x224x224 -o DIR` once, then per round
                `taskset -c CPUS tpuport --format json bench DIR/<b8 module>.mlir --iters ITERS
                --warmup WARMUP` (random argument values; weights are module arguments, so the
                values do not change the work). Figure: p50 of the per-call wall time of one
@@ -18,8 +18,8 @@ ROUNDS rounds alternate the two sides; the printed figure per side is the median
 per-round p50s, the ratio is tpuport / onnxruntime (below 1: tpuport faster).
 
 Lowering + compile per model (legacy and dynamo exports of the five reference models, batch 8):
-wall time of `tpuport lower MODEL --batch 8 -o DIR` (import + shape binding + lowering +
-writing), and `compile_cold_ms` of `tpuport bench DIR/<module> --iters 1` (one fresh XLA:CPU
+wall time of `tpuport lower MODEL --input-shape NAME=8x... --no-weights-file -o DIR` (import,
+shape binding, lowering, writing the module and manifest; not the weights file), and `compile_cold_ms` of `tpuport bench DIR/<module> --iters 1` (one fresh XLA:CPU
 compile).
 """
 
@@ -44,10 +44,18 @@ EXPORTERS = ("legacy", "dynamo")
 BATCH = 8
 
 
+def shapes(model_dir: Path) -> list[str]:
+    """`--input-shape name=8x...` for every input of the fixture (batch 8, same sequence)."""
+    z = np.load(model_dir / "inputs.npz")
+    return [f"{k}={'x'.join(map(str, (BATCH,) + v.shape[1:]))}" for k, v in z.items()]
+
+
 def lower(exe: str, model: Path, out: Path) -> tuple[Path, float]:
+    cmd = [exe, "lower", str(model), "--no-weights-file", "-o", str(out)]
+    for s in shapes(model.parent):
+        cmd += ["--input-shape", s]
     t = time.perf_counter()
-    r = subprocess.run([exe, "lower", str(model), "--batch", str(BATCH), "-o", str(out)],
-                       capture_output=True, text=True, check=False)
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t
     if r.returncode != 0:
         raise RuntimeError(f"tpuport lower {model} failed ({r.returncode}): {r.stderr.strip()}")

@@ -6,7 +6,7 @@
 //! `make lower-refs` (`scripts/lower_refs.py`), found through `$TPUPORT_LOWER_REFS`, else the
 //! newest `~/.cache/tpuport/lower-refs-*`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr, reason = "tests")]
 
 mod common;
 
@@ -125,6 +125,7 @@ fn check(
             if a.is_nan() { f64::INFINITY } else { m.max((a - b).abs()) }
         });
         let rel = err / scale.max(f64::MIN_POSITIVE);
+        eprintln!("{what} batch {b} {name}: max rel error {rel:.2e}");
         if rel > MAX_REL {
             problems.push(format!(
                 "{what} batch {b} {name}: max rel error {rel:.3e} > {MAX_REL:.0e} (max abs {err:.3e})"
