@@ -165,12 +165,9 @@ fn conv_transpose(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
                 + (kernel[i] - 1) * dil[i]
                 + 1
                 - os[i];
-            let total = total.max(0);
-            let (a, b) = if auto == "SAME_UPPER" {
-                (total / 2, total - total / 2)
-            } else {
-                (total - total / 2, total / 2)
-            };
+            let half = total.div_euclid(2);
+            let (a, b) =
+                if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) };
             pads[i] = a;
             pads[i + n] = b;
         }

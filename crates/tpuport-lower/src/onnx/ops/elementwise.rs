@@ -73,6 +73,8 @@ pub(crate) const RULES: &[Rule] = &[
     rule("ThresholdedRelu", 10, unary),
     rule("Mish", 18, unary),
     rule("Gelu", 20, unary),
+    rule("Swish", 24, unary),
+    rule("Shrink", 9, unary),
     rule("Identity", 1, unary),
     rule("Dropout", 7, unary),
     rule("Cast", 6, cast),
@@ -206,6 +208,8 @@ pub(crate) fn emit_bin(
             let dir = Cx::astr(node, "direction").unwrap_or_default();
             if dir == "LEFT" {
                 e.bin("shift_left", &a, &b)
+            } else if matches!(a.dt(), DType::I8 | DType::I16 | DType::I32 | DType::I64) {
+                e.bin("shift_right_arithmetic", &a, &b)
             } else {
                 e.bin("shift_right_logical", &a, &b)
             }
@@ -239,9 +243,6 @@ pub(crate) fn emit_bin(
 
 fn binary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let op = node.op.as_str();
-    if op == "Mod" && Cx::ai(node, "fmod", 0) == 0 && cx.in_ty(node, 0)?.dt.is_float() {
-        return Err(cx.invalid(node, "Mod with fmod=0 on floating-point inputs"));
-    }
     if let (Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1))
         && let Some(h) = host_bin(op, &a, &b, Cx::ai(node, "fmod", 0) == 1)
     {
@@ -323,8 +324,10 @@ fn host_unary(op: &str, h: &HostVal) -> Option<HostVal> {
 fn unary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let op = node.op.as_str();
     if op == "Dropout" {
-        if let Some(tm) = cx.host(node, 2)
-            && tm.as_i64().first().copied().unwrap_or(0) != 0
+        if cx.has(node, 2)
+            && cx
+                .need_host(node, 2, "training_mode")
+                .map_or(true, |tm| tm.as_i64().first().copied().unwrap_or(0) != 0)
         {
             return Err(cx.unsup(node, "training_mode=true (random dropout)"));
         }
@@ -471,6 +474,26 @@ pub(crate) fn emit_unary(cx: &mut Cx<'_>, node: &Node, op: &str, x: &T) -> Resul
             let ex = e.un("exponential", &na);
             let l = e.un("log_plus_one", &ex);
             e.bin("add", &mx, &l)
+        }
+        "Swish" => {
+            let a = e.like(x, alpha(1.0));
+            let ax = e.bin("multiply", x, &a);
+            let s = e.un("logistic", &ax);
+            e.bin("multiply", x, &s)
+        }
+        "Shrink" => {
+            let l = Cx::af(node, "lambd", 0.5);
+            let b = Cx::af(node, "bias", 0.0);
+            let lv = e.like(x, l);
+            let nl = e.like(x, -l);
+            let bv = e.like(x, b);
+            let z = e.like(x, 0.0);
+            let lt = e.compare("LT", x, &nl);
+            let gt = e.compare("GT", x, &lv);
+            let xp = e.bin("add", x, &bv);
+            let xm = e.bin("subtract", x, &bv);
+            let r = e.select(&gt, &xm, &z);
+            e.select(&lt, &xp, &r)
         }
         "Softsign" => {
             let one = e.like(x, 1.0);

@@ -21,6 +21,8 @@ pub(crate) const RULES: &[Rule] = &[
     rule("ReduceSumSquare", 1, reduce),
     rule("ArgMax", 1, arg),
     rule("ArgMin", 1, arg),
+    rule("CumSum", 11, cum),
+    rule("CumProd", 26, cum),
 ];
 
 /// Reduces `x` over `dims` with `kind` (`sum`, `max`, `min`, `prod`), accumulating low
@@ -145,5 +147,37 @@ fn arg(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let r = cx.e.arg_reduce(&x, axis, dir, last);
     let out = if Cx::ai(node, "keepdims", 1) == 1 { keep(cx, &r, x.shape(), &[axis]) } else { r };
     cx.set(node, 0, out);
+    Ok(())
+}
+
+fn cum(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let a = cx.need_host(node, 1, "axis")?.as_i64()[0];
+    let axis = cx.axis(node, a, x.rank())?;
+    let excl = Cx::ai(node, "exclusive", 0) == 1;
+    let rev = Cx::ai(node, "reverse", 0) == 1;
+    let r = x.rank();
+    let n = x.shape()[axis] as i64;
+    let (body, init) = if node.op == "CumProd" { ("multiply", 1.0) } else { ("add", 0.0) };
+    let mut win = vec![1i64; r];
+    win[axis] = n;
+    let mut pads = vec![(0i64, 0i64); r];
+    pads[axis] = if rev { (0, n - 1) } else { (n - 1, 0) };
+    let mut y = cx.e.reduce_window(&x, init, body, &win, &vec![1; r], &vec![1; r], &pads);
+    if excl {
+        // Shift by one along the axis, filling with the identity.
+        let v = cx.e.scalar(x.dt(), init);
+        let mut lo = vec![0i64; r];
+        let mut hi = vec![0i64; r];
+        if rev {
+            lo[axis] = -1;
+            hi[axis] = 1;
+        } else {
+            lo[axis] = 1;
+            hi[axis] = -1;
+        }
+        y = super::shape::pad_const(cx, &y, &v, &lo, &hi);
+    }
+    cx.set(node, 0, y);
     Ok(())
 }
