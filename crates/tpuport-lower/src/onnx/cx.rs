@@ -406,7 +406,13 @@ pub(crate) fn lower(
     let mut outs = Vec::new();
     let mut results = Vec::new();
     for name in names {
-        let want = g.values.iter().find(|v| v.name == name).and_then(|v| v.ty.dtype);
+        // Under bf16 compute, results go back to the model's type (f32 when not recorded).
+        let want = g
+            .values
+            .iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.ty.dtype)
+            .or_else(|| cx.bf16().then_some(DType::F32));
         let mut t = cx.ssa_of(&name)?;
         if let Some(w) = want
             && cx.cdt(w) != w
