@@ -16,6 +16,7 @@ pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod normalization;
 pub(crate) mod reduction;
+pub(crate) mod resize;
 pub(crate) mod shape;
 
 /// A lowering function.
@@ -35,7 +36,7 @@ pub(crate) const fn rule(op: &'static str, since: i64, f: LowerFn) -> Rule {
     Rule { op, since, f }
 }
 
-pub(crate) fn families() -> [(&'static str, &'static [Rule]); 10] {
+pub(crate) fn families() -> [(&'static str, &'static [Rule]); 11] {
     [
         ("elementwise", elementwise::RULES),
         ("matmul", matmul::RULES),
@@ -47,6 +48,7 @@ pub(crate) fn families() -> [(&'static str, &'static [Rule]); 10] {
         ("control", control::RULES),
         ("loss", loss::RULES),
         ("attention", attention::RULES),
+        ("resize", resize::RULES),
     ]
 }
 
