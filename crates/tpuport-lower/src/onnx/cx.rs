@@ -32,6 +32,8 @@ pub(crate) struct Cx<'m> {
     /// Default-domain opset.
     pub(crate) opset: i64,
     graphs: Vec<&'m Graph>,
+    /// Values of graph inputs bound for lowering (used only where an op needs a static operand).
+    known: HashMap<String, HostVal>,
 }
 
 impl<'m> Cx<'m> {
@@ -50,6 +52,7 @@ impl<'m> Cx<'m> {
             args: Vec::new(),
             opset,
             graphs: Vec::new(),
+            known: HashMap::new(),
         }
     }
 
@@ -126,9 +129,19 @@ impl<'m> Cx<'m> {
         i: usize,
         what: &str,
     ) -> Result<HostVal, LowerError> {
-        self.host(node, i).ok_or_else(|| {
-            self.unsup(node, format!("{what} (input {i}) must be known at lowering time"))
-        })
+        if let Some(h) = self.host(node, i) {
+            return Ok(h);
+        }
+        // A graph input whose value the caller bound for lowering (shape operands).
+        if let Some(id) = node.inputs.get(i).copied().flatten()
+            && let Some(h) = self.known.get(&self.g().value(id).name)
+        {
+            return Ok(h.clone());
+        }
+        Err(self.unsup(
+            node,
+            format!("{what} (input {i}) must be known at lowering time (a constant or a bound input value)"),
+        ))
     }
 
     pub(crate) fn all_host(&self, node: &Node) -> bool {
@@ -339,8 +352,20 @@ pub(crate) fn node_label(g: &Graph, node: &Node) -> String {
 }
 
 /// The lowering entry point behind [`super::lower`].
-pub(crate) fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, LowerError> {
+pub(crate) fn lower(
+    model: &Model,
+    opts: &LowerOptions,
+    values: &[(String, tpuport_model::HostTensor)],
+) -> Result<Lowered, LowerError> {
     let mut cx = Cx::new(model, opts);
+    for (name, t) in values {
+        // Only small values of plain types can serve as static operands; others are ignored.
+        if let Some(h) = HostVal::from_bytes(t.dtype, t.shape.clone(), t.data())
+            && h.len() as u64 <= HOST_MAX
+        {
+            cx.known.insert(name.clone(), h);
+        }
+    }
     let g = &model.graph;
     // Graph inputs first, in order.
     let mut pre = String::new();
@@ -381,7 +406,13 @@ pub(crate) fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, Lower
     let mut outs = Vec::new();
     let mut results = Vec::new();
     for name in names {
-        let want = g.values.iter().find(|v| v.name == name).and_then(|v| v.ty.dtype);
+        // Under bf16 compute, results go back to the model's type (f32 when not recorded).
+        let want = g
+            .values
+            .iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.ty.dtype)
+            .or_else(|| cx.bf16().then_some(DType::F32));
         let mut t = cx.ssa_of(&name)?;
         if let Some(w) = want
             && cx.cdt(w) != w

@@ -86,7 +86,22 @@ pub struct Lowered {
 /// [`LowerError::Unsupported`] naming the first node whose op, attribute or opset is not
 /// handled; [`LowerError::Invalid`] when a shape is not static.
 pub fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, LowerError> {
-    cx::lower(model, opts)
+    cx::lower(model, opts, &[])
+}
+
+/// Like [`lower`], with the values of some graph inputs known at lowering time. They are used
+/// only where an op needs a static operand (Reshape's shape, Slice's starts, reduction axes,
+/// Pad's pads, ...); the inputs stay module arguments. This is how a static compiler handles
+/// models (like the ONNX node tests) that feed such operands from graph inputs.
+///
+/// # Errors
+/// As [`lower`]; [`LowerError::Invalid`] for a bound value of an unsupported dtype.
+pub fn lower_with_values(
+    model: &Model,
+    opts: &LowerOptions,
+    values: &[(String, tpuport_model::HostTensor)],
+) -> Result<Lowered, LowerError> {
+    cx::lower(model, opts, values)
 }
 
 /// Whether the lowering handles an op at an opset.

@@ -80,3 +80,121 @@ pub fn rel_err(got: &HostTensor, want: &HostTensor) -> f64 {
         m.max(if d.is_nan() { f64::INFINITY } else { d })
     }) / scale
 }
+
+/// A tiny ONNX-like graph builder for unit tests.
+pub mod build {
+    use std::sync::Arc;
+
+    use tpuport_model::{
+        Attr, DType, HostTensor, Model, ModelFormat, Node, Shape, TensorType, Value, ValueId,
+        ValueKind, Weight, WeightData,
+    };
+
+    /// Builder state.
+    pub struct G {
+        pub m: Model,
+    }
+
+    pub fn f32s(shape: &[u64], v: &[f32]) -> HostTensor {
+        HostTensor::from_f32(shape.to_vec(), v).unwrap()
+    }
+
+    pub fn i64s(shape: &[u64], v: &[i64]) -> HostTensor {
+        HostTensor::new(
+            DType::I64,
+            shape.to_vec(),
+            v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        )
+        .unwrap()
+    }
+
+    impl G {
+        pub fn new(opset: i64) -> G {
+            let mut m = Model::empty(ModelFormat::Onnx);
+            m.metadata.opsets.push((String::new(), opset));
+            G { m }
+        }
+
+        fn id(&self, name: &str) -> ValueId {
+            let i = self
+                .m
+                .graph
+                .values
+                .iter()
+                .position(|v| v.name == name)
+                .unwrap_or_else(|| panic!("no value {name}"));
+            ValueId(i as u32)
+        }
+
+        pub fn input(&mut self, name: &str, dt: DType, shape: &[u64]) -> &mut G {
+            self.input_shape(name, dt, Shape::fixed(shape))
+        }
+
+        pub fn input_shape(&mut self, name: &str, dt: DType, shape: Shape) -> &mut G {
+            let id = self.m.graph.add_value(Value {
+                name: name.into(),
+                ty: TensorType::new(dt, shape),
+                kind: ValueKind::Input,
+                producer: None,
+            });
+            self.m.graph.inputs.push(id);
+            self
+        }
+
+        pub fn weight(&mut self, name: &str, t: &HostTensor) -> &mut G {
+            let wid = self.m.weights.push(Weight {
+                name: name.into(),
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                data: WeightData::Inline(Arc::from(t.data())),
+            });
+            self.m.graph.add_value(Value {
+                name: name.into(),
+                ty: TensorType::new(t.dtype, Shape::fixed(&t.shape)),
+                kind: ValueKind::Weight(wid),
+                producer: None,
+            });
+            self
+        }
+
+        pub fn node(
+            &mut self,
+            op: &str,
+            ins: &[&str],
+            outs: &[&str],
+            attrs: Vec<(&str, Attr)>,
+        ) -> &mut G {
+            let inputs =
+                ins.iter().map(|n| if n.is_empty() { None } else { Some(self.id(n)) }).collect();
+            let outputs = outs
+                .iter()
+                .map(|n| {
+                    self.m.graph.add_value(Value {
+                        name: (*n).into(),
+                        ty: TensorType::default(),
+                        kind: ValueKind::Intermediate,
+                        producer: None,
+                    })
+                })
+                .collect();
+            let n = self.m.graph.nodes.len();
+            self.m.graph.add_node(Node {
+                name: format!("n{n}_{op}"),
+                op: op.into(),
+                domain: String::new(),
+                inputs,
+                outputs,
+                attrs: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+                subgraphs: Vec::new(),
+                location: None,
+            });
+            self
+        }
+
+        pub fn output(&mut self, name: &str) -> &mut G {
+            let id = self.id(name);
+            self.m.graph.outputs.push(id);
+            self
+        }
+    }
+}

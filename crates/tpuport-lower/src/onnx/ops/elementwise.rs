@@ -73,12 +73,17 @@ pub(crate) const RULES: &[Rule] = &[
     rule("ThresholdedRelu", 10, unary),
     rule("Mish", 18, unary),
     rule("Gelu", 20, unary),
+    rule("Swish", 24, unary),
+    rule("Shrink", 9, unary),
     rule("Identity", 1, unary),
     rule("Dropout", 7, unary),
     rule("Cast", 6, cast),
     rule("CastLike", 15, cast),
     rule("Where", 9, where_),
     rule("Clip", 6, clip),
+    rule("QuantizeLinear", 10, quantize),
+    rule("DequantizeLinear", 10, dequantize),
+    rule("BitCast", 26, bitcast),
 ];
 
 fn cmp_dir(op: &str) -> Option<&'static str> {
@@ -206,6 +211,8 @@ pub(crate) fn emit_bin(
             let dir = Cx::astr(node, "direction").unwrap_or_default();
             if dir == "LEFT" {
                 e.bin("shift_left", &a, &b)
+            } else if matches!(a.dt(), DType::I8 | DType::I16 | DType::I32 | DType::I64) {
+                e.bin("shift_right_arithmetic", &a, &b)
             } else {
                 e.bin("shift_right_logical", &a, &b)
             }
@@ -239,9 +246,6 @@ pub(crate) fn emit_bin(
 
 fn binary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let op = node.op.as_str();
-    if op == "Mod" && Cx::ai(node, "fmod", 0) == 0 && cx.in_ty(node, 0)?.dt.is_float() {
-        return Err(cx.invalid(node, "Mod with fmod=0 on floating-point inputs"));
-    }
     if let (Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1))
         && let Some(h) = host_bin(op, &a, &b, Cx::ai(node, "fmod", 0) == 1)
     {
@@ -323,8 +327,10 @@ fn host_unary(op: &str, h: &HostVal) -> Option<HostVal> {
 fn unary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let op = node.op.as_str();
     if op == "Dropout" {
-        if let Some(tm) = cx.host(node, 2)
-            && tm.as_i64().first().copied().unwrap_or(0) != 0
+        if cx.has(node, 2)
+            && cx
+                .need_host(node, 2, "training_mode")
+                .map_or(true, |tm| tm.as_i64().first().copied().unwrap_or(0) != 0)
         {
             return Err(cx.unsup(node, "training_mode=true (random dropout)"));
         }
@@ -472,6 +478,26 @@ pub(crate) fn emit_unary(cx: &mut Cx<'_>, node: &Node, op: &str, x: &T) -> Resul
             let l = e.un("log_plus_one", &ex);
             e.bin("add", &mx, &l)
         }
+        "Swish" => {
+            let a = e.like(x, alpha(1.0));
+            let ax = e.bin("multiply", x, &a);
+            let s = e.un("logistic", &ax);
+            e.bin("multiply", x, &s)
+        }
+        "Shrink" => {
+            let l = Cx::af(node, "lambd", 0.5);
+            let b = Cx::af(node, "bias", 0.0);
+            let lv = e.like(x, l);
+            let nl = e.like(x, -l);
+            let bv = e.like(x, b);
+            let z = e.like(x, 0.0);
+            let lt = e.compare("LT", x, &nl);
+            let gt = e.compare("GT", x, &lv);
+            let xp = e.bin("add", x, &bv);
+            let xm = e.bin("subtract", x, &bv);
+            let r = e.select(&gt, &xm, &z);
+            e.select(&lt, &xp, &r)
+        }
         "Softsign" => {
             let one = e.like(x, 1.0);
             let ab = e.un("abs", x);
@@ -596,5 +622,88 @@ fn clip(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         r = cx.e.bin("minimum", &r, &hi);
     }
     cx.set(node, 0, r);
+    Ok(())
+}
+
+/// Broadcasts a per-tensor or per-axis parameter to `shape`.
+fn per_axis(cx: &mut Cx<'_>, node: &Node, p: &T, shape: &[u64]) -> Result<T, LowerError> {
+    if p.rank() == 0 || p.ty.elements() == 1 && p.rank() <= 1 {
+        let s = cx.e.reshape(p, &[]);
+        return Ok(cx.e.broadcast_in_dim(&s, &[], shape));
+    }
+    if p.rank() != 1 {
+        return Err(cx.unsup(node, "blocked quantization"));
+    }
+    let axis = cx.axis(node, Cx::ai(node, "axis", 1), shape.len())?;
+    Ok(cx.e.broadcast_in_dim(p, &[axis], shape))
+}
+
+fn quantize(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let scale = cx.inp(node, 1)?;
+    let zp = cx.opt_inp(node, 2)?;
+    let out_dt = match &zp {
+        Some(z) => z.dt(),
+        None => match node.attr("output_dtype").and_then(tpuport_model::Attr::as_int) {
+            Some(c) if c != 0 => {
+                tpuport_formats::onnx::dtype::from_onnx(c as i32).unwrap_or(DType::U8)
+            }
+            _ => DType::U8,
+        },
+    };
+    if !matches!(out_dt, DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::I32) {
+        return Err(cx.unsup(node, format!("quantizing to {out_dt}")));
+    }
+    let sh = x.shape().to_vec();
+    let xf = cx.e.convert(&x, DType::F32);
+    let s = cx.e.convert(&scale, DType::F32);
+    let s = per_axis(cx, node, &s, &sh)?;
+    let q = cx.e.bin("divide", &xf, &s);
+    let mut q = cx.e.un("round_nearest_even", &q);
+    if let Some(z) = zp {
+        let z = cx.e.convert(&z, DType::F32);
+        let z = per_axis(cx, node, &z, &sh)?;
+        q = cx.e.bin("add", &q, &z);
+    }
+    let lo = cx.e.like(&q, min_of(out_dt));
+    let hi = cx.e.like(&q, max_of(out_dt));
+    let q = cx.e.ew("clamp", &[&lo, &q, &hi], DType::F32);
+    let y = cx.e.convert(&q, out_dt);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn dequantize(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let scale = cx.inp(node, 1)?;
+    let zp = cx.opt_inp(node, 2)?;
+    if !matches!(x.dt(), DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::I32) {
+        return Err(cx.unsup(node, format!("dequantizing {}", x.dt())));
+    }
+    let sh = x.shape().to_vec();
+    let mut xf = cx.e.convert(&x, DType::F32);
+    if let Some(z) = zp {
+        let z = cx.e.convert(&z, DType::F32);
+        let z = per_axis(cx, node, &z, &sh)?;
+        xf = cx.e.bin("subtract", &xf, &z);
+    }
+    let s = cx.e.convert(&scale, DType::F32);
+    let s = per_axis(cx, node, &s, &sh)?;
+    let y = cx.e.bin("multiply", &xf, &s);
+    let y = cx.e.convert(&y, scale.dt());
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn bitcast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let code = Cx::ai(node, "to", 0);
+    let to = tpuport_formats::onnx::dtype::from_onnx(code as i32)
+        .ok_or_else(|| cx.unsup(node, format!("to={code}")))?;
+    if to.bits() != x.dt().bits() || to == DType::Bool || x.dt() == DType::Bool {
+        return Err(cx.unsup(node, format!("bitcast {} -> {to} (widths differ)", x.dt())));
+    }
+    let y = cx.e.ew("bitcast_convert", &[&x], to);
+    cx.set(node, 0, y);
     Ok(())
 }

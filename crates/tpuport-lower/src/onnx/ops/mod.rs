@@ -7,13 +7,16 @@ use tpuport_model::Node;
 use super::cx::Cx;
 use crate::LowerError;
 
+pub(crate) mod attention;
 pub(crate) mod control;
 pub(crate) mod conv_pool;
 pub(crate) mod elementwise;
 pub(crate) mod gather_scatter;
+pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod normalization;
 pub(crate) mod reduction;
+pub(crate) mod resize;
 pub(crate) mod shape;
 
 /// A lowering function.
@@ -33,7 +36,7 @@ pub(crate) const fn rule(op: &'static str, since: i64, f: LowerFn) -> Rule {
     Rule { op, since, f }
 }
 
-pub(crate) fn families() -> [(&'static str, &'static [Rule]); 8] {
+pub(crate) fn families() -> [(&'static str, &'static [Rule]); 11] {
     [
         ("elementwise", elementwise::RULES),
         ("matmul", matmul::RULES),
@@ -43,6 +46,9 @@ pub(crate) fn families() -> [(&'static str, &'static [Rule]); 8] {
         ("shape", shape::RULES),
         ("gather_scatter", gather_scatter::RULES),
         ("control", control::RULES),
+        ("loss", loss::RULES),
+        ("attention", attention::RULES),
+        ("resize", resize::RULES),
     ]
 }
 

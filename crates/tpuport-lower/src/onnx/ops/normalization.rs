@@ -17,6 +17,10 @@ pub(crate) const RULES: &[Rule] = &[
     rule("Softmax", 1, softmax),
     rule("LogSoftmax", 1, softmax),
     rule("Hardmax", 1, softmax),
+    rule("RMSNormalization", 23, rms_norm),
+    rule("LpNormalization", 1, lp_norm),
+    rule("MeanVarianceNormalization", 9, mvn),
+    rule("LRN", 1, lrn),
 ];
 
 fn up(cx: &mut Cx<'_>, x: &T) -> T {
@@ -183,5 +187,91 @@ fn softmax(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     };
     let out = cx.e.reshape(&out, x.shape());
     cx.set(node, 0, out);
+    Ok(())
+}
+
+fn rms_norm(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let axis = cx.axis(node, Cx::ai(node, "axis", -1), x.rank())?;
+    let eps = Cx::af(node, "epsilon", 1e-5);
+    let dims: Vec<usize> = (axis..x.rank()).collect();
+    let xf = up(cx, &x);
+    let all: Vec<usize> = (0..x.rank()).collect();
+    let sq = cx.e.bin("multiply", &xf, &xf);
+    let ms = mean_keep(cx, &sq, &dims);
+    let ev = cx.e.like(&ms, eps);
+    let ve = cx.e.bin("add", &ms, &ev);
+    let inv = cx.e.un("rsqrt", &ve);
+    let ib = cx.e.broadcast_in_dim(&inv, &all, xf.shape());
+    let y = cx.e.bin("multiply", &xf, &ib);
+    let y = cx.e.convert(&y, x.dt());
+    let s = cx.inp(node, 1)?;
+    let s = cx.e.bcast_to(&s, x.shape());
+    let y = cx.e.bin("multiply", &y, &s);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn lp_norm(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let axis = cx.axis(node, Cx::ai(node, "axis", -1), x.rank())?;
+    let p = Cx::ai(node, "p", 2);
+    let all: Vec<usize> = (0..x.rank()).collect();
+    let n = if p == 1 {
+        let a = cx.e.un("abs", &x);
+        reduce_t(cx, &a, &[axis], "sum")
+    } else if p == 2 {
+        let sq = cx.e.bin("multiply", &x, &x);
+        let s = reduce_t(cx, &sq, &[axis], "sum");
+        cx.e.un("sqrt", &s)
+    } else {
+        return Err(cx.unsup(node, format!("p={p}")));
+    };
+    let nk = keep(cx, &n, x.shape(), &[axis]);
+    let nb = cx.e.broadcast_in_dim(&nk, &all, x.shape());
+    let z = cx.e.like(&nb, 0.0);
+    let is0 = cx.e.compare("EQ", &nb, &z);
+    let q = cx.e.bin("divide", &x, &nb);
+    let y = cx.e.select(&is0, &z, &q);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn mvn(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let axes = Cx::ais(node, "axes").unwrap_or_else(|| vec![0, 2, 3]);
+    let mut dims = Vec::new();
+    for a in axes {
+        dims.push(cx.axis(node, a, x.rank())?);
+    }
+    let (y, _, _) = normalize(cx, &x, &dims, 1e-9);
+    let y = cx.e.convert(&y, x.dt());
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn lrn(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let size = Cx::ai(node, "size", 1);
+    let alpha = Cx::af(node, "alpha", 1e-4);
+    let beta = Cx::af(node, "beta", 0.75);
+    let bias = Cx::af(node, "bias", 1.0);
+    let r = x.rank();
+    let sq = cx.e.bin("multiply", &x, &x);
+    let mut win = vec![1i64; r];
+    win[1] = size;
+    let lo = (size - 1) / 2;
+    let hi = size - 1 - lo;
+    let mut pads = vec![(0i64, 0i64); r];
+    pads[1] = (lo, hi);
+    let s = cx.e.reduce_window(&sq, 0.0, "add", &win, &vec![1; r], &vec![1; r], &pads);
+    let a = cx.e.like(&s, alpha / size as f64);
+    let b = cx.e.like(&s, bias);
+    let p = cx.e.like(&s, beta);
+    let t = cx.e.bin("multiply", &s, &a);
+    let t = cx.e.bin("add", &t, &b);
+    let t = cx.e.bin("power", &t, &p);
+    let y = cx.e.bin("divide", &x, &t);
+    cx.set(node, 0, y);
     Ok(())
 }

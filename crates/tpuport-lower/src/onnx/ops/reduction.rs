@@ -21,6 +21,9 @@ pub(crate) const RULES: &[Rule] = &[
     rule("ReduceSumSquare", 1, reduce),
     rule("ArgMax", 1, arg),
     rule("ArgMin", 1, arg),
+    rule("CumSum", 11, cum),
+    rule("CumProd", 26, cum),
+    rule("TopK", 10, top_k),
 ];
 
 /// Reduces `x` over `dims` with `kind` (`sum`, `max`, `min`, `prod`), accumulating low
@@ -145,5 +148,89 @@ fn arg(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let r = cx.e.arg_reduce(&x, axis, dir, last);
     let out = if Cx::ai(node, "keepdims", 1) == 1 { keep(cx, &r, x.shape(), &[axis]) } else { r };
     cx.set(node, 0, out);
+    Ok(())
+}
+
+fn cum(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let a = cx.need_host(node, 1, "axis")?.as_i64()[0];
+    let axis = cx.axis(node, a, x.rank())?;
+    let excl = Cx::ai(node, "exclusive", 0) == 1;
+    let rev = Cx::ai(node, "reverse", 0) == 1;
+    let r = x.rank();
+    let n = x.shape()[axis] as i64;
+    let (body, init) = if node.op == "CumProd" { ("multiply", 1.0) } else { ("add", 0.0) };
+    let mut win = vec![1i64; r];
+    win[axis] = n;
+    let mut pads = vec![(0i64, 0i64); r];
+    pads[axis] = if rev { (0, n - 1) } else { (n - 1, 0) };
+    let mut y = cx.e.reduce_window(&x, init, body, &win, &vec![1; r], &vec![1; r], &pads);
+    if excl {
+        // Shift by one along the axis, filling with the identity.
+        let v = cx.e.scalar(x.dt(), init);
+        let mut lo = vec![0i64; r];
+        let mut hi = vec![0i64; r];
+        if rev {
+            lo[axis] = -1;
+            hi[axis] = 1;
+        } else {
+            lo[axis] = 1;
+            hi[axis] = -1;
+        }
+        y = super::shape::pad_const(cx, &y, &v, &lo, &hi);
+    }
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn top_k(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    use std::fmt::Write as _;
+    let x = cx.inp(node, 0)?;
+    let k = cx.need_host(node, 1, "k")?.as_i64()[0];
+    let axis = cx.axis(node, Cx::ai(node, "axis", -1), x.rank())?;
+    let largest = Cx::ai(node, "largest", 1) == 1;
+    let sh = x.shape().to_vec();
+    let iota = cx.e.iota(DType::I64, &sh, axis);
+    let r = cx.e.fresh();
+    let (a, b, c, d, p) = (cx.e.fresh(), cx.e.fresh(), cx.e.fresh(), cx.e.fresh(), cx.e.fresh());
+    let sv = crate::onnx::emit::Ty::new(x.dt(), vec![]).mlir();
+    let si = crate::onnx::emit::Ty::new(DType::I64, vec![]).mlir();
+    let sb = crate::onnx::emit::Ty::new(DType::Bool, vec![]).mlir();
+    let dir = if largest { "GT" } else { "LT" };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{r}:2 = \"stablehlo.sort\"({}, {}) <{{dimension = {axis} : i64, is_stable = true}}> ({{",
+        x.name, iota.name
+    );
+    let _ = writeln!(s, "^bb0({a}: {sv}, {b}: {sv}, {c}: {si}, {d}: {si}):");
+    let _ = writeln!(
+        s,
+        "  {p} = \"stablehlo.compare\"({a}, {b}) <{{comparison_direction = #stablehlo<comparison_direction {dir}>}}> : ({sv}, {sv}) -> {sb}"
+    );
+    let _ = writeln!(s, "  \"stablehlo.return\"({p}) : ({sb}) -> ()");
+    let _ = writeln!(
+        s,
+        "}}) : ({}, {}) -> ({}, {})",
+        x.ty.mlir(),
+        iota.ty.mlir(),
+        x.ty.mlir(),
+        iota.ty.mlir()
+    );
+    for line in s.lines() {
+        cx.e.body.push_str("    ");
+        cx.e.body.push_str(line);
+        cx.e.body.push('\n');
+    }
+    let vals = T { name: format!("{r}#0"), ty: x.ty.clone() };
+    let idx = T { name: format!("{r}#1"), ty: iota.ty.clone() };
+    let st = vec![0i64; sh.len()];
+    let mut lim: Vec<i64> = sh.iter().map(|&d| d as i64).collect();
+    lim[axis] = k;
+    let one = vec![1i64; sh.len()];
+    let v = cx.e.slice(&vals, &st, &lim, &one);
+    let i = cx.e.slice(&idx, &st, &lim, &one);
+    cx.set(node, 0, v);
+    cx.set(node, 1, i);
     Ok(())
 }

@@ -27,6 +27,12 @@ pub(crate) const RULES: &[Rule] = &[
     rule("Pad", 2, pad),
     rule("ConstantOfShape", 9, constant_of_shape),
     rule("Range", 11, range),
+    rule("Trilu", 14, trilu),
+    rule("DepthToSpace", 1, depth_space),
+    rule("SpaceToDepth", 1, depth_space),
+    rule("EyeLike", 9, eye_like),
+    rule("OneHot", 9, one_hot),
+    rule("CenterCropPad", 18, center_crop_pad),
 ];
 
 fn constant(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
@@ -569,3 +575,131 @@ fn range(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
 
 #[allow(dead_code)]
 fn _unused(_: Src) {}
+
+fn trilu(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let k = if cx.has(node, 1) { cx.need_host(node, 1, "k")?.as_i64()[0] } else { 0 };
+    let upper = Cx::ai(node, "upper", 1) == 1;
+    let r = x.rank();
+    if r < 2 {
+        return Err(cx.invalid(node, "Trilu needs rank >= 2"));
+    }
+    let sh = x.shape().to_vec();
+    let row = cx.e.iota(DType::I64, &sh, r - 2);
+    let col = cx.e.iota(DType::I64, &sh, r - 1);
+    let kv = cx.e.like(&row, k as f64);
+    let rk = cx.e.bin("add", &row, &kv);
+    // upper keeps col - row >= k; lower keeps col - row <= k.
+    let keep = cx.e.compare(if upper { "GE" } else { "LE" }, &col, &rk);
+    let z = cx.e.like(&x, 0.0);
+    let y = cx.e.select(&keep, &x, &z);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn depth_space(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let b = Cx::ai(node, "blocksize", 0) as u64;
+    if x.rank() != 4 || b == 0 {
+        return Err(cx.invalid(node, "needs a 4-D input and blocksize >= 1"));
+    }
+    let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    let y = if node.op == "DepthToSpace" {
+        let crd = Cx::astr(node, "mode").is_some_and(|m| m == "CRD");
+        let (s6, perm): (Vec<u64>, [usize; 6]) = if crd {
+            (vec![n, c / (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3])
+        } else {
+            (vec![n, b, b, c / (b * b), h, w], [0, 3, 4, 1, 5, 2])
+        };
+        let t = cx.e.reshape(&x, &s6);
+        let t = cx.e.transpose(&t, &perm);
+        cx.e.reshape(&t, &[n, c / (b * b), h * b, w * b])
+    } else {
+        let t = cx.e.reshape(&x, &[n, c, h / b, b, w / b, b]);
+        let crd = Cx::astr(node, "mode").is_some_and(|m| m == "CRD");
+        let perm = if crd { [0, 1, 3, 5, 2, 4] } else { [0, 3, 5, 1, 2, 4] };
+        let t = cx.e.transpose(&t, &perm);
+        cx.e.reshape(&t, &[n, c * b * b, h / b, w / b])
+    };
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn eye_like(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let ty = cx.in_ty(node, 0)?;
+    let dt = match node.attr("dtype").and_then(Attr::as_int) {
+        Some(c) => tpuport_formats::onnx::dtype::from_onnx(c as i32)
+            .ok_or_else(|| cx.unsup(node, "dtype"))?,
+        None => ty.dt,
+    };
+    let k = Cx::ai(node, "k", 0);
+    let row = cx.e.iota(DType::I64, &ty.shape, 0);
+    let col = cx.e.iota(DType::I64, &ty.shape, 1);
+    let kv = cx.e.like(&row, k as f64);
+    let rk = cx.e.bin("add", &row, &kv);
+    let eq = cx.e.compare("EQ", &col, &rk);
+    let y = cx.e.convert(&eq, dt);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn one_hot(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let idx = cx.inp(node, 0)?;
+    let depth = cx.need_host(node, 1, "depth")?.get_f(0) as i64;
+    let vals = cx.inp(node, 2)?;
+    let r = idx.rank() + 1;
+    let axis = cx.axis(node, Cx::ai(node, "axis", -1), r)?;
+    let mut sh = idx.shape().to_vec();
+    sh.insert(axis, depth as u64);
+    let i = cx.e.convert(&idx, DType::I64);
+    let z = cx.e.like(&i, 0.0);
+    let d = cx.e.like(&i, depth as f64);
+    let neg = cx.e.compare("LT", &i, &z);
+    let w = cx.e.bin("add", &i, &d);
+    let i = cx.e.select(&neg, &w, &i);
+    let dims: Vec<usize> = (0..r).filter(|&k| k != axis).collect();
+    let ib = cx.e.broadcast_in_dim(&i, &dims, &sh);
+    let io = cx.e.iota(DType::I64, &sh, axis);
+    let hit = cx.e.compare("EQ", &ib, &io);
+    let off = cx.e.slice(&vals, &[0], &[1], &[1]);
+    let on = cx.e.slice(&vals, &[1], &[2], &[1]);
+    let off = cx.e.reshape(&off, &[]);
+    let on = cx.e.reshape(&on, &[]);
+    let offb = cx.e.broadcast_in_dim(&off, &[], &sh);
+    let onb = cx.e.broadcast_in_dim(&on, &[], &sh);
+    let y = cx.e.select(&hit, &onb, &offb);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn center_crop_pad(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let target = cx.need_host(node, 1, "shape")?.as_i64();
+    let r = x.rank();
+    let axes: Vec<usize> = match Cx::ais(node, "axes") {
+        Some(a) => a.iter().map(|&v| if v < 0 { v + r as i64 } else { v } as usize).collect(),
+        None => (0..r).collect(),
+    };
+    if axes.len() != target.len() {
+        return Err(cx.invalid(node, "shape and axes lengths differ"));
+    }
+    let mut lo = vec![0i64; r];
+    let mut hi = vec![0i64; r];
+    for (k, &a) in axes.iter().enumerate() {
+        let d = x.shape()[a] as i64;
+        let t = target[k];
+        if t < d {
+            let start = (d - t) / 2;
+            lo[a] = -start;
+            hi[a] = -(d - t - start);
+        } else {
+            let before = (t - d) / 2;
+            lo[a] = before;
+            hi[a] = t - d - before;
+        }
+    }
+    let z = cx.e.scalar(x.dt(), 0.0);
+    let y = pad_const(cx, &x, &z, &lo, &hi);
+    cx.set(node, 0, y);
+    Ok(())
+}
