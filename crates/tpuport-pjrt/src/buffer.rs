@@ -102,7 +102,9 @@ impl Buffer {
         unsafe { call!(api, PJRT_Buffer_ToHostBuffer, &raw mut q) }?;
         Event::new(api, q.event).wait()?;
         let elems = dims.iter().product::<u64>();
-        let want = dtype.storage_bytes(elems);
+        // 4-bit types arrive one element per byte and are packed here.
+        let nibbles = matches!(dtype, DType::I4 | DType::U4);
+        let want = if nibbles { Some(elems) } else { dtype.storage_bytes(elems) };
         if want != Some(q.dst_size as u64) {
             return Err(PjrtError::InvalidArgument(format!(
                 "device buffer {dtype}{dims:?} reports {} host bytes",
@@ -118,6 +120,7 @@ impl Buffer {
         // event has completed (awaited below).
         unsafe { call!(api, PJRT_Buffer_ToHostBuffer, &raw mut a) }?;
         Event::new(api, a.event).wait()?;
+        let data = if nibbles { crate::util::pack_nibbles(&data) } else { data };
         HostTensor::new(dtype, dims, data).map_err(|e| PjrtError::InvalidArgument(e.to_string()))
     }
 

@@ -284,6 +284,10 @@ impl Client {
                     .map_err(|_| PjrtError::InvalidArgument(format!("dimension {d} too large")))
             })
             .collect::<Result<_>>()?;
+        // 4-bit types cross the C API one element per byte (the plugin packs them itself).
+        let unpacked = matches!(dtype, DType::I4 | DType::U4)
+            .then(|| crate::util::unpack_nibbles(bytes, elems.unwrap_or(0), dtype == DType::I4));
+        let bytes = unpacked.as_deref().unwrap_or(bytes);
         let api = self.inner.api();
         let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         a.client = self.inner.raw;

@@ -86,6 +86,19 @@ fn values(t: &HostTensor) -> Option<Vec<f64>> {
         DType::U16 => le!(u16, 2),
         DType::U8 => le!(u8, 1),
         DType::Bool => d.iter().map(|&b| f64::from(u8::from(b != 0))).collect(),
+        DType::I4 | DType::U4 => {
+            let n = usize::try_from(t.elements()).unwrap_or(0);
+            (0..n)
+                .map(|i| {
+                    let v = d.get(i / 2).map_or(0, |b| (b >> (4 * (i % 2))) & 0x0f);
+                    if t.dtype == DType::I4 && v & 0x08 != 0 {
+                        f64::from(i16::from(v) - 16)
+                    } else {
+                        f64::from(v)
+                    }
+                })
+                .collect()
+        }
         DType::F8E4M3FN => d.iter().map(|&b| f8(b, 3, 7, F8::Fn)).collect(),
         DType::F8E4M3FNUZ => d.iter().map(|&b| f8(b, 3, 8, F8::Fnuz)).collect(),
         DType::F8E5M2 => d.iter().map(|&b| f8(b, 2, 15, F8::Ieee)).collect(),
