@@ -559,11 +559,22 @@ fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
-    let r = if x.dt().is_float() && !to.is_float() && to != DType::Bool {
-        // ONNX float -> int truncates toward zero, as convert does.
-        cx.e.convert(&x, to)
-    } else {
-        cx.e.convert(&x, to)
+    // float -> int truncates toward zero, as convert does. Casts to the 8-bit float types
+    // saturate to the largest finite value unless `saturate=0`.
+    let f8max = match to {
+        DType::F8E4M3FN => Some(448.0),
+        DType::F8E4M3FNUZ => Some(240.0),
+        DType::F8E5M2 | DType::F8E5M2FNUZ => Some(57344.0),
+        _ => None,
+    };
+    let r = match f8max {
+        Some(m) if x.dt().is_float() && Cx::ai(node, "saturate", 1) == 1 => {
+            let lo = cx.e.like(&x, -m);
+            let hi = cx.e.like(&x, m);
+            let c = cx.e.ew("clamp", &[&lo, &x, &hi], x.dt());
+            cx.e.convert(&c, to)
+        }
+        _ => cx.e.convert(&x, to),
     };
     cx.set(node, 0, r);
     Ok(())
