@@ -60,9 +60,9 @@ pub(crate) fn scan<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError
         (0..n).map(|i| cx.inp(node, i)).collect::<Result<_, _>>()?;
     let mut scans = Vec::with_capacity(m);
     let mut trip = None;
-    for j in 0..m {
+    for (j, &ax) in in_axes.iter().enumerate().take(m) {
         let x = cx.inp(node, n + j)?;
-        let a = cx.axis(node, in_axes[j], x.rank())?;
+        let a = cx.axis(node, ax, x.rank())?;
         let len = x.shape()[a];
         if *trip.get_or_insert(len) != len {
             return Err(cx.invalid(node, "scan inputs have different lengths"));
