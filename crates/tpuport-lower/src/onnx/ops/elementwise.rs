@@ -84,6 +84,7 @@ pub(crate) const RULES: &[Rule] = &[
     rule("QuantizeLinear", 10, quantize),
     rule("DequantizeLinear", 10, dequantize),
     rule("BitCast", 26, bitcast),
+    rule("SwiGLU", 26, swiglu),
 ];
 
 fn cmp_dir(op: &str) -> Option<&'static str> {
@@ -715,6 +716,21 @@ fn bitcast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Err(cx.unsup(node, format!("bitcast {} -> {to} (widths differ)", x.dt())));
     }
     let y = cx.e.ew("bitcast_convert", &[&x], to);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn swiglu(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let a = cx.inp(node, 0)?;
+    let b = cx.inp(node, 1)?;
+    if a.shape() != b.shape() {
+        return Err(cx.invalid(node, "A and B must have the same shape"));
+    }
+    let al = cx.e.like(&a, Cx::af(node, "alpha", 1.0));
+    let x = cx.e.bin("multiply", &a, &al);
+    let s = cx.e.un("logistic", &x);
+    let sw = cx.e.bin("multiply", &a, &s);
+    let y = cx.e.bin("multiply", &sw, &b);
     cx.set(node, 0, y);
     Ok(())
 }
