@@ -1,6 +1,7 @@
 //! The five reference models (both torch exporters) lower, compile on the CPU PJRT plugin and
 //! match onnxruntime's outputs recorded in the fixtures (batch 1, f32, max error relative to
-//! the output scale <= 1e-4).
+//! the output scale <= 1e-4). At batch 8 the batch-1 inputs are repeated 8 times and every
+//! row of the outputs must match the batch-1 reference.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr, reason = "tests")]
 
@@ -12,9 +13,18 @@ use tpuport_formats::ImportOptions;
 use tpuport_formats::npy::read_npz;
 use tpuport_lower::onnx::{LowerOptions, lower};
 
-fn check(model: &str, exporter: &str) {
+fn check(model: &str, exporter: &str, batch: u64) {
     let dir = onnx_common::fixtures().join("torch").join(model);
-    let inputs: HashMap<_, _> = read_npz(&dir.join("inputs.npz")).unwrap().into_iter().collect();
+    let inputs: HashMap<_, _> = read_npz(&dir.join("inputs.npz"))
+        .unwrap()
+        .into_iter()
+        .map(|(n, t)| {
+            let mut shape = t.shape.clone();
+            shape[0] *= batch;
+            let data = t.data().repeat(batch as usize);
+            (n, tpuport_model::HostTensor::new(t.dtype, shape, data).unwrap())
+        })
+        .collect();
     let wants = read_npz(&dir.join(format!("outputs_{exporter}.npz"))).unwrap();
     let mut shapes = std::collections::BTreeMap::new();
     for (n, t) in &inputs {
@@ -34,10 +44,25 @@ fn check(model: &str, exporter: &str) {
     assert_eq!(got.len(), wants.len());
     for ((name, want), (g, rb)) in wants.iter().zip(got.iter().zip(&low.results)) {
         assert_eq!(&rb.name, name, "{model}/{exporter}: result order");
-        assert_eq!(g.shape, want.shape, "{model}/{exporter}/{name}");
-        let err = onnx_common::rel_err(g, want);
-        eprintln!("{model}/{exporter}/{name}: rel err {err:.2e} (lowered in {lower_s:.2}s)");
-        assert!(err <= 1e-4, "{model}/{exporter}/{name}: rel err {err}");
+        let mut want_shape = want.shape.clone();
+        want_shape[0] *= batch;
+        assert_eq!(g.shape, want_shape, "{model}/{exporter}/{name}");
+        let row = want.data().len();
+        for b in 0..batch as usize {
+            let gb = tpuport_model::HostTensor::new(
+                g.dtype,
+                want.shape.clone(),
+                g.data()[b * row..(b + 1) * row].to_vec(),
+            )
+            .unwrap();
+            let err = onnx_common::rel_err(&gb, want);
+            if b == 0 {
+                eprintln!(
+                    "{model}/{exporter}/{name} b{batch}: rel err {err:.2e} (lowered in {lower_s:.2}s)"
+                );
+            }
+            assert!(err <= 1e-4, "{model}/{exporter}/{name} batch {batch} row {b}: rel err {err}");
+        }
     }
 }
 
@@ -45,7 +70,8 @@ macro_rules! model_tests {
     ($($name:ident: $m:literal, $e:literal;)*) => {$(
         #[test]
         fn $name() {
-            check($m, $e);
+            check($m, $e, 1);
+            check($m, $e, 8);
         }
     )*};
 }

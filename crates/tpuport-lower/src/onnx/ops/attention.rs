@@ -12,7 +12,8 @@ use crate::LowerError;
 use crate::onnx::cx::Cx;
 use crate::onnx::emit::T;
 
-pub(crate) const RULES: &[Rule] = &[rule("Attention", 23, attention)];
+pub(crate) const RULES: &[Rule] =
+    &[rule("Attention", 23, attention), rule("RotaryEmbedding", 23, rotary)];
 
 fn to4(cx: &mut Cx<'_>, x: &T, heads: Option<i64>) -> Result<T, String> {
     if x.rank() == 4 {
@@ -205,5 +206,96 @@ fn attention(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         let o = cx.e.convert(&qk_out, dt);
         cx.set(node, 3, o);
     }
+    Ok(())
+}
+
+fn rotary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x0 = cx.inp(node, 0)?;
+    let cos = cx.inp(node, 1)?;
+    let sin = cx.inp(node, 2)?;
+    let pos = cx.opt_inp(node, 3)?;
+    let x = match x0.rank() {
+        4 => cx.e.transpose(&x0, &[0, 2, 1, 3]),
+        3 => {
+            let nh = Cx::ai(node, "num_heads", 0) as u64;
+            if nh == 0 {
+                return Err(cx.invalid(node, "3-D input needs num_heads"));
+            }
+            let s = x0.shape();
+            cx.e.reshape(&x0, &[s[0], s[1], nh, s[2] / nh])
+        }
+        r => return Err(cx.invalid(node, format!("input rank {r}"))),
+    };
+    let sh = x.shape().to_vec();
+    let d = sh[3] as i64;
+    let rd = match Cx::ai(node, "rotary_embedding_dim", 0) {
+        0 => d,
+        v => v,
+    };
+    let half = rd / 2;
+    let gather0 = |cx: &mut Cx<'_>, c: &T, p: &T| -> T {
+        let q = p.rank();
+        let mut ish = p.shape().to_vec();
+        ish.push(1);
+        let pi = cx.e.convert(p, DType::I64);
+        let pi = cx.e.reshape(&pi, &ish);
+        let mut out = p.shape().to_vec();
+        out.push(c.shape()[1]);
+        let attr = format!(
+            "dimension_numbers = #stablehlo.gather<offset_dims = [{q}], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = {q}>, indices_are_sorted = false, slice_sizes = array<i64: 1, {}>",
+            c.shape()[1]
+        );
+        cx.e.op_full("gather", &[c, &pi], &attr, &crate::onnx::emit::Ty::new(c.dt(), out))
+    };
+    let (cos, sin) = match &pos {
+        Some(p) => (gather0(cx, &cos, p), gather0(cx, &sin, p)),
+        None => (cos, sin),
+    };
+    let hs = [sh[0], sh[1], sh[2], half as u64];
+    let cosb = cx.e.broadcast_in_dim(&cos, &[0, 1, 3], &hs);
+    let sinb = cx.e.broadcast_in_dim(&sin, &[0, 1, 3], &hs);
+    let full: Vec<i64> = sh.iter().map(|&v| v as i64).collect();
+    let sl = |cx: &mut Cx<'_>, a: i64, b: i64, st: i64| {
+        let mut s0 = vec![0i64; 4];
+        let mut l = full.clone();
+        let mut stp = vec![1i64; 4];
+        s0[3] = a;
+        l[3] = b;
+        stp[3] = st;
+        cx.e.slice(&x, &s0, &l, &stp)
+    };
+    let interleaved = Cx::ai(node, "interleaved", 0) == 1;
+    let (x1, x2) = if interleaved {
+        (sl(cx, 0, rd, 2), sl(cx, 1, rd, 2))
+    } else {
+        (sl(cx, 0, half, 1), sl(cx, half, rd, 1))
+    };
+    let a = cx.e.bin("multiply", &cosb, &x1);
+    let b = cx.e.bin("multiply", &sinb, &x2);
+    let real = cx.e.bin("subtract", &a, &b);
+    let c = cx.e.bin("multiply", &sinb, &x1);
+    let e = cx.e.bin("multiply", &cosb, &x2);
+    let imag = cx.e.bin("add", &c, &e);
+    let rot = if interleaved {
+        let s5 = [hs[0], hs[1], hs[2], hs[3], 1];
+        let r5 = cx.e.reshape(&real, &s5);
+        let i5 = cx.e.reshape(&imag, &s5);
+        let c5 = cx.e.concat(&[&r5, &i5], 4);
+        cx.e.reshape(&c5, &[sh[0], sh[1], sh[2], rd as u64])
+    } else {
+        cx.e.concat(&[&real, &imag], 3)
+    };
+    let y = if rd < d {
+        let pass = sl(cx, rd, d, 1);
+        cx.e.concat(&[&rot, &pass], 3)
+    } else {
+        rot
+    };
+    let y = if x0.rank() == 3 {
+        cx.e.reshape(&y, x0.shape())
+    } else {
+        cx.e.transpose(&y, &[0, 2, 1, 3])
+    };
+    cx.set(node, 0, y);
     Ok(())
 }

@@ -1,16 +1,18 @@
 //! Control flow. `If` whose condition is known at lowering time is inlined (the taken branch
-//! is lowered in place). A data-dependent `If`, and `Loop`/`Scan`, are reported as
-//! unsupported: the lowering produces one static module per bucket and does not emit
-//! `stablehlo.if`/`stablehlo.while` yet.
+//! is lowered in place). `Scan` (opset 9+) is unrolled: its trip count is the static length
+//! of the scan axis. A data-dependent `If` and `Loop` are reported as unsupported: the
+//! lowering does not emit `stablehlo.if`/`stablehlo.while` yet.
 
 use tpuport_model::{Attr, Node};
 
 use super::{Rule, rule};
 use crate::LowerError;
-use crate::onnx::cx::Cx;
+use crate::onnx::cx::{Cx, Src};
 
-pub(crate) const RULES: &[Rule] =
-    &[rule("If", 1, if_), rule("Loop", 1, unsupported), rule("Scan", 8, unsupported)];
+pub(crate) const RULES: &[Rule] = &[rule("If", 1, if_), rule("Scan", 9, scan)];
+
+/// Why Loop/Scan are refused (the dispatcher's message).
+pub(crate) const LOOP_SCAN: &str = "Loop/Scan are not lowered (needs stablehlo.while with a static trip count); unroll before export";
 
 fn if_<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
     let c = cx.need_host(node, 0, "the condition of If (data-dependent If is not lowered)")?;
@@ -34,7 +36,94 @@ fn if_<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
     Ok(())
 }
 
-fn unsupported(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
-    Err(cx
-        .unsup(node, "Loop/Scan are not lowered yet (needs stablehlo.while); unroll before export"))
+/// Scan (opset 9+), unrolled: the trip count is the static length of the scan axis.
+pub(crate) fn scan<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
+    if cx.opset < 9 {
+        return Err(cx.unsup(node, "Scan before opset 9 (batched form with sequence_lens)"));
+    }
+    let Some(Attr::Graph(gi)) = node.attr("body") else {
+        return Err(cx.invalid(node, "body missing"));
+    };
+    let body = &node.subgraphs.get(*gi).ok_or_else(|| cx.invalid(node, "body missing"))?.1;
+    let m = Cx::ai(node, "num_scan_inputs", 0) as usize;
+    let n_in = node.inputs.len();
+    if m > n_in {
+        return Err(cx.invalid(node, "num_scan_inputs exceeds the inputs"));
+    }
+    let n = n_in - m;
+    let k = body.outputs.len().saturating_sub(n);
+    let in_axes = Cx::ais(node, "scan_input_axes").unwrap_or_else(|| vec![0; m]);
+    let in_dirs = Cx::ais(node, "scan_input_directions").unwrap_or_else(|| vec![0; m]);
+    let out_axes = Cx::ais(node, "scan_output_axes").unwrap_or_else(|| vec![0; k]);
+    let out_dirs = Cx::ais(node, "scan_output_directions").unwrap_or_else(|| vec![0; k]);
+    let mut states: Vec<crate::onnx::emit::T> =
+        (0..n).map(|i| cx.inp(node, i)).collect::<Result<_, _>>()?;
+    let mut scans = Vec::with_capacity(m);
+    let mut trip = None;
+    for (j, &ax) in in_axes.iter().enumerate().take(m) {
+        let x = cx.inp(node, n + j)?;
+        let a = cx.axis(node, ax, x.rank())?;
+        let len = x.shape()[a];
+        if *trip.get_or_insert(len) != len {
+            return Err(cx.invalid(node, "scan inputs have different lengths"));
+        }
+        scans.push((x, a));
+    }
+    let trip = trip.unwrap_or(0);
+    if trip > 4096 {
+        return Err(cx.unsup(node, format!("Scan with {trip} iterations (unrolled; limit 4096)")));
+    }
+    let mut outs: Vec<Vec<crate::onnx::emit::T>> = vec![Vec::new(); k];
+    let names_in: Vec<String> = body.inputs.iter().map(|&v| body.value(v).name.clone()).collect();
+    let names_out: Vec<String> = body.outputs.iter().map(|&v| body.value(v).name.clone()).collect();
+    for t in 0..trip {
+        for (i, s) in states.iter().enumerate() {
+            cx.set_src(&names_in[i], Src::Ssa(s.clone()));
+        }
+        for (j, (x, a)) in scans.iter().enumerate() {
+            let idx = if in_dirs[j] == 1 { trip - 1 - t } else { t } as i64;
+            let r = x.rank();
+            let mut st = vec![0i64; r];
+            let mut lim: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+            st[*a] = idx;
+            lim[*a] = idx + 1;
+            let sl = cx.e.slice(x, &st, &lim, &vec![1; r]);
+            let mut sh = x.shape().to_vec();
+            sh.remove(*a);
+            let el = cx.e.reshape(&sl, &sh);
+            cx.set_src(&names_in[n + j], Src::Ssa(el));
+        }
+        cx.lower_graph(body)?;
+        for (i, s) in states.iter_mut().enumerate() {
+            *s = cx.ssa_of(&names_out[i])?;
+        }
+        for (j, o) in outs.iter_mut().enumerate() {
+            o.push(cx.ssa_of(&names_out[n + j])?);
+        }
+    }
+    for (i, s) in states.into_iter().enumerate() {
+        cx.set(node, i, s);
+    }
+    for (j, mut els) in outs.into_iter().enumerate() {
+        if els.is_empty() {
+            continue;
+        }
+        if out_dirs[j] == 1 {
+            els.reverse();
+        }
+        let r = els[0].rank() + 1;
+        let a = cx.axis(node, out_axes[j], r)?;
+        let parts: Vec<crate::onnx::emit::T> = els
+            .iter()
+            .map(|e| {
+                let mut sh = e.shape().to_vec();
+                sh.insert(a, 1);
+                cx.e.reshape(e, &sh)
+            })
+            .collect();
+        let refs: Vec<&crate::onnx::emit::T> = parts.iter().collect();
+        let y = cx.e.concat(&refs, a);
+        cx.set(node, n + j, y);
+    }
+    Ok(())
 }

@@ -84,6 +84,7 @@ pub(crate) const RULES: &[Rule] = &[
     rule("QuantizeLinear", 10, quantize),
     rule("DequantizeLinear", 10, dequantize),
     rule("BitCast", 26, bitcast),
+    rule("SwiGLU", 26, swiglu),
 ];
 
 fn cmp_dir(op: &str) -> Option<&'static str> {
@@ -559,11 +560,22 @@ fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
-    let r = if x.dt().is_float() && !to.is_float() && to != DType::Bool {
-        // ONNX float -> int truncates toward zero, as convert does.
-        cx.e.convert(&x, to)
-    } else {
-        cx.e.convert(&x, to)
+    // float -> int truncates toward zero, as convert does. Casts to the 8-bit float types
+    // saturate to the largest finite value unless `saturate=0`.
+    let f8max = match to {
+        DType::F8E4M3FN => Some(448.0),
+        DType::F8E4M3FNUZ => Some(240.0),
+        DType::F8E5M2 | DType::F8E5M2FNUZ => Some(57344.0),
+        _ => None,
+    };
+    let r = match f8max {
+        Some(m) if x.dt().is_float() && Cx::ai(node, "saturate", 1) == 1 => {
+            let lo = cx.e.like(&x, -m);
+            let hi = cx.e.like(&x, m);
+            let c = cx.e.ew("clamp", &[&lo, &x, &hi], x.dt());
+            cx.e.convert(&c, to)
+        }
+        _ => cx.e.convert(&x, to),
     };
     cx.set(node, 0, r);
     Ok(())
@@ -704,6 +716,21 @@ fn bitcast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Err(cx.unsup(node, format!("bitcast {} -> {to} (widths differ)", x.dt())));
     }
     let y = cx.e.ew("bitcast_convert", &[&x], to);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn swiglu(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let a = cx.inp(node, 0)?;
+    let b = cx.inp(node, 1)?;
+    if a.shape() != b.shape() {
+        return Err(cx.invalid(node, "A and B must have the same shape"));
+    }
+    let al = cx.e.like(&a, Cx::af(node, "alpha", 1.0));
+    let x = cx.e.bin("multiply", &a, &al);
+    let s = cx.e.un("logistic", &x);
+    let sw = cx.e.bin("multiply", &a, &s);
+    let y = cx.e.bin("multiply", &sw, &b);
     cx.set(node, 0, y);
     Ok(())
 }

@@ -8,7 +8,8 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::T;
 use crate::onnx::host::broadcast_shapes;
 
-pub(crate) const RULES: &[Rule] = &[rule("MatMul", 1, matmul), rule("Gemm", 7, gemm)];
+pub(crate) const RULES: &[Rule] =
+    &[rule("MatMul", 1, matmul), rule("Gemm", 7, gemm), rule("Einsum", 12, einsum)];
 
 /// dot_general accumulating in f32 for bf16/f16 operands, result back in the operand type.
 pub(crate) fn dot(
@@ -103,5 +104,90 @@ fn gemm(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         r = cx.e.bin("add", &r, &c);
     }
     cx.set(node, 0, r);
+    Ok(())
+}
+
+/// Sums `x` (labelled `labels`) over the labels not in `keep`.
+fn sum_out(cx: &mut Cx<'_>, x: &T, labels: &[char], keep: &dyn Fn(char) -> bool) -> (T, Vec<char>) {
+    let dims: Vec<usize> =
+        labels.iter().enumerate().filter(|(_, c)| !keep(**c)).map(|(i, _)| i).collect();
+    if dims.is_empty() {
+        return (x.clone(), labels.to_vec());
+    }
+    let r = super::reduction::reduce_t(cx, x, &dims, "sum");
+    (r, labels.iter().copied().filter(|c| keep(*c)).collect())
+}
+
+fn einsum(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let eq: String = Cx::astr(node, "equation")
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    if eq.contains("...") {
+        return Err(cx.unsup(node, "ellipsis in the equation"));
+    }
+    let (lhs, out) = match eq.split_once("->") {
+        Some((l, o)) => (l.to_owned(), Some(o.chars().collect::<Vec<char>>())),
+        None => (eq.clone(), None),
+    };
+    let terms: Vec<Vec<char>> = lhs.split(',').map(|t| t.chars().collect()).collect();
+    let n = cx.n_in(node);
+    if terms.len() != n || n == 0 || n > 2 {
+        return Err(cx.unsup(node, format!("equation `{eq}` with {n} operands (1 or 2 supported)")));
+    }
+    for t in &terms {
+        let mut s = t.clone();
+        s.sort_unstable();
+        s.dedup();
+        if s.len() != t.len() {
+            return Err(cx.unsup(node, format!("repeated label (diagonal) in `{eq}`")));
+        }
+    }
+    let out: Vec<char> = out.unwrap_or_else(|| {
+        let mut all: Vec<char> = terms.concat();
+        all.sort_unstable();
+        all.iter()
+            .copied()
+            .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .fold(Vec::new(), |mut v, c| {
+                if !v.contains(&c) {
+                    v.push(c);
+                }
+                v
+            })
+    });
+    let a = cx.inp(node, 0)?;
+    let (res, labels) = if n == 1 {
+        sum_out(cx, &a, &terms[0], &|c| out.contains(&c))
+    } else {
+        let b = cx.inp(node, 1)?;
+        let (ta, tb) = (&terms[0], &terms[1]);
+        let (a, la) = sum_out(cx, &a, ta, &|c| out.contains(&c) || tb.contains(&c));
+        let (b, lb) = sum_out(cx, &b, tb, &|c| out.contains(&c) || ta.contains(&c));
+        let batch: Vec<char> =
+            la.iter().copied().filter(|c| lb.contains(c) && out.contains(c)).collect();
+        let contract: Vec<char> =
+            la.iter().copied().filter(|c| lb.contains(c) && !out.contains(c)).collect();
+        let pos = |l: &[char], c: char| l.iter().position(|&d| d == c).unwrap_or(0);
+        let ba: Vec<usize> = batch.iter().map(|&c| pos(&la, c)).collect();
+        let bb: Vec<usize> = batch.iter().map(|&c| pos(&lb, c)).collect();
+        let ca: Vec<usize> = contract.iter().map(|&c| pos(&la, c)).collect();
+        let cb: Vec<usize> = contract.iter().map(|&c| pos(&lb, c)).collect();
+        let r = dot(cx, &a, &b, (&ba, &bb), (&ca, &cb));
+        let mut labels = batch.clone();
+        labels.extend(la.iter().copied().filter(|c| !batch.contains(c) && !contract.contains(c)));
+        labels.extend(lb.iter().copied().filter(|c| !batch.contains(c) && !contract.contains(c)));
+        (r, labels)
+    };
+    if labels.len() != out.len() || out.iter().any(|c| !labels.contains(c)) {
+        return Err(cx.invalid(node, format!("output labels of `{eq}` do not match the operands")));
+    }
+    let perm: Vec<usize> =
+        out.iter().map(|c| labels.iter().position(|d| d == c).unwrap_or(0)).collect();
+    let y = cx.e.transpose(&res, &perm);
+    cx.set(node, 0, y);
     Ok(())
 }
