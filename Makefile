@@ -2,6 +2,7 @@
 #   make demo   run tpuport on a bundled example with the CPU PJRT plugin
 #   make test   the whole test suite (Rust + generated fixtures)
 #   make bench  benchmarks against Python baselines, printed as ratios
+#   make conformance  ONNX backend test cases through `tpuport lower` on the CPU plugin
 #   make fuzz   bounded cargo-fuzz runs, one per importer
 
 SHELL := /bin/bash
