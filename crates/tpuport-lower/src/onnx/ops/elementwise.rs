@@ -568,6 +568,8 @@ fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         DType::F8E5M2 | DType::F8E5M2FNUZ => Some(57344.0),
         _ => None,
     };
+    // f16 -> f8 goes through f32 (XLA:CPU's direct conversion mishandles f16 subnormals).
+    let x = if f8max.is_some() && x.dt() == DType::F16 { cx.e.convert(&x, DType::F32) } else { x };
     let r = match f8max {
         Some(m) if x.dt().is_float() && Cx::ai(node, "saturate", 1) == 1 => {
             let lo = cx.e.like(&x, -m);

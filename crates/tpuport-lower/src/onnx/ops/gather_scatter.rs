@@ -16,6 +16,7 @@ pub(crate) const RULES: &[Rule] = &[
     rule("GatherND", 11, gather_nd),
     rule("ScatterND", 11, scatter_nd),
     rule("ScatterElements", 11, scatter_elements),
+    rule("Scatter", 9, scatter_elements),
 ];
 
 /// Indices as i64 with negative values wrapped by `dim`.

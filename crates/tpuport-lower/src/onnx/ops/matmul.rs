@@ -8,8 +8,13 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::T;
 use crate::onnx::host::broadcast_shapes;
 
-pub(crate) const RULES: &[Rule] =
-    &[rule("MatMul", 1, matmul), rule("Gemm", 7, gemm), rule("Einsum", 12, einsum)];
+pub(crate) const RULES: &[Rule] = &[
+    rule("MatMul", 1, matmul),
+    rule("Gemm", 7, gemm),
+    rule("Einsum", 12, einsum),
+    rule("QLinearMatMul", 10, qlinear_matmul),
+    rule("MatMulInteger", 10, matmul_integer),
+];
 
 /// dot_general accumulating in f32 for bf16/f16 operands, result back in the operand type.
 pub(crate) fn dot(
@@ -188,6 +193,71 @@ fn einsum(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let perm: Vec<usize> =
         out.iter().map(|c| labels.iter().position(|d| d == c).unwrap_or(0)).collect();
     let y = cx.e.transpose(&res, &perm);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+/// `(x - zp)` in `dt`, with numpy broadcasting of the zero point.
+fn minus_zp(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    x: &T,
+    zp: Option<T>,
+    dt: DType,
+) -> Result<T, LowerError> {
+    let xf = cx.e.convert(x, dt);
+    Ok(match zp {
+        Some(z) => {
+            let z = cx.e.convert(&z, dt);
+            let (a, b) = super::elementwise::bcast2(cx, node, &xf, &z)?;
+            cx.e.bin("subtract", &a, &b)
+        }
+        None => xf,
+    })
+}
+
+fn qlinear_matmul(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let a = cx.inp(node, 0)?;
+    let (as_, azp) = (cx.inp(node, 1)?, cx.opt_inp(node, 2)?);
+    let b = cx.inp(node, 3)?;
+    let (bs, bzp) = (cx.inp(node, 4)?, cx.opt_inp(node, 5)?);
+    let (ys, yzp) = (cx.inp(node, 6)?, cx.opt_inp(node, 7)?);
+    let out_dt = yzp.as_ref().map_or(DType::U8, T::dt);
+    let f = DType::F32;
+    let ad = minus_zp(cx, node, &a, azp, f)?;
+    let asf = cx.e.convert(&as_, f);
+    let (ad, asf) = super::elementwise::bcast2(cx, node, &ad, &asf)?;
+    let ad = cx.e.bin("multiply", &ad, &asf);
+    let bd = minus_zp(cx, node, &b, bzp, f)?;
+    let bsf = cx.e.convert(&bs, f);
+    let (bd, bsf) = super::elementwise::bcast2(cx, node, &bd, &bsf)?;
+    let bd = cx.e.bin("multiply", &bd, &bsf);
+    let r = matmul_t(cx, node, &ad, &bd)?;
+    let ysf = cx.e.convert(&ys, f);
+    let (r, ysf) = super::elementwise::bcast2(cx, node, &r, &ysf)?;
+    let q = cx.e.bin("divide", &r, &ysf);
+    let mut q = cx.e.un("round_nearest_even", &q);
+    if let Some(z) = yzp {
+        let z = cx.e.convert(&z, f);
+        let (q2, z2) = super::elementwise::bcast2(cx, node, &q, &z)?;
+        q = cx.e.bin("add", &q2, &z2);
+    }
+    let lo = cx.e.like(&q, crate::onnx::emit::min_of(out_dt));
+    let hi = cx.e.like(&q, crate::onnx::emit::max_of(out_dt));
+    let q = cx.e.ew("clamp", &[&lo, &q, &hi], f);
+    let y = cx.e.convert(&q, out_dt);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn matmul_integer(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let a = cx.inp(node, 0)?;
+    let b = cx.inp(node, 1)?;
+    let azp = cx.opt_inp(node, 2)?;
+    let bzp = cx.opt_inp(node, 3)?;
+    let ai = minus_zp(cx, node, &a, azp, DType::I32)?;
+    let bi = minus_zp(cx, node, &b, bzp, DType::I32)?;
+    let y = matmul_t(cx, node, &ai, &bi)?;
     cx.set(node, 0, y);
     Ok(())
 }

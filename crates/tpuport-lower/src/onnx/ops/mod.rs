@@ -67,9 +67,6 @@ pub(crate) fn find(op: &str, domain: &str) -> Option<(&'static str, &'static Rul
 /// Lowers one node.
 pub(crate) fn lower_node<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
     let Some((_, rule)) = find(&node.op, &node.domain) else {
-        if node.op == "Loop" {
-            return Err(cx.unsup(node, control::LOOP_SCAN));
-        }
         return Err(cx.unsup(node, "op is not supported by the ONNX lowering"));
     };
     if cx.opset < rule.since {

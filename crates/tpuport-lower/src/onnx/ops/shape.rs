@@ -33,6 +33,9 @@ pub(crate) const RULES: &[Rule] = &[
     rule("EyeLike", 9, eye_like),
     rule("OneHot", 9, one_hot),
     rule("CenterCropPad", 18, center_crop_pad),
+    rule("HannWindow", 17, window),
+    rule("HammingWindow", 17, window),
+    rule("BlackmanWindow", 17, window),
 ];
 
 fn constant(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
@@ -701,5 +704,32 @@ fn center_crop_pad(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let z = cx.e.scalar(x.dt(), 0.0);
     let y = pad_const(cx, &x, &z, &lo, &hi);
     cx.set(node, 0, y);
+    Ok(())
+}
+
+fn window(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let size = cx.need_host(node, 0, "size")?.get_f(0) as i64;
+    if size < 0 || size as u64 > HOST_MAX {
+        return Err(cx.unsup(node, format!("window size {size}")));
+    }
+    let dt = match node.attr("output_datatype").and_then(Attr::as_int) {
+        Some(c) => tpuport_formats::onnx::dtype::from_onnx(c as i32)
+            .ok_or_else(|| cx.unsup(node, "output_datatype"))?,
+        None => DType::F32,
+    };
+    let periodic = Cx::ai(node, "periodic", 1) == 1;
+    let n = if periodic { size } else { size - 1 } as f64;
+    let tau = 2.0 * std::f64::consts::PI;
+    let v: Vec<f64> = (0..size)
+        .map(|i| {
+            let x = tau * i as f64 / n;
+            match node.op.as_str() {
+                "HannWindow" => 0.5 - 0.5 * x.cos(),
+                "HammingWindow" => 25.0 / 46.0 - (21.0 / 46.0) * x.cos(),
+                _ => 0.42 - 0.5 * x.cos() + 0.08 * (2.0 * x).cos(),
+            }
+        })
+        .collect();
+    cx.set_host(node, 0, HostVal::from_f64(dt, vec![size as u64], v));
     Ok(())
 }
