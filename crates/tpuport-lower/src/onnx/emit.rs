@@ -26,7 +26,7 @@ impl Ty {
     }
 
     pub(crate) fn elements(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))
     }
 
     /// `tensor<2x3xf32>`.
