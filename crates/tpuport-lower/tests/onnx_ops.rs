@@ -346,3 +346,19 @@ fn symbolic_input_is_a_clear_error() {
     let msg = lower(&g.m, &LowerOptions::default()).unwrap_err().to_string();
     assert!(msg.contains("`x`") && msg.contains("--batch"), "{msg}");
 }
+
+#[test]
+fn hostile_sizes_are_errors_not_panics_or_allocations() {
+    for op in ["Expand", "ConstantOfShape", "Reshape"] {
+        let mut g = G::new(17);
+        g.input("x", DType::F32, &[1]).weight("big", &i64s(&[3], &[1 << 40, 1 << 40, 1 << 40]));
+        match op {
+            "Expand" => g.node("Expand", &["x", "big"], &["y"], vec![]),
+            "Reshape" => g.node("Reshape", &["x", "big"], &["y"], vec![]),
+            _ => g.node("ConstantOfShape", &["big"], &["y"], vec![]),
+        };
+        g.output("y");
+        let e = lower(&g.m, &LowerOptions::default()).unwrap_err();
+        assert!(matches!(e, LowerError::Invalid(_)), "{op}: {e}");
+    }
+}

@@ -329,6 +329,9 @@ impl<'m> Cx<'m> {
 fn value_ty(v: &tpuport_model::Value) -> Result<(DType, Vec<u64>), LowerError> {
     let shape = v.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed);
     match (v.ty.dtype, shape) {
+        (Some(_), Some(s)) if crate::onnx::host::checked_elems(&s).is_none() => Err(
+            LowerError::Invalid(format!("value `{}` has shape {s:?} whose size overflows", v.name)),
+        ),
         (Some(dt), Some(s)) => Ok((dt, s)),
         (None, _) => {
             Err(LowerError::Invalid(format!("value `{}` has no known element type", v.name)))

@@ -26,7 +26,7 @@ impl Ty {
     }
 
     pub(crate) fn elements(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))
     }
 
     /// `tensor<2x3xf32>`.
@@ -142,10 +142,12 @@ impl Emitter {
                 bool_lit(&ty.shape, bytes)
             }
         } else {
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
             let mut h = String::with_capacity(bytes.len() * 2 + 4);
             h.push_str("\"0x");
-            for b in bytes {
-                let _ = write!(h, "{b:02X}");
+            for &b in bytes {
+                h.push(char::from(HEX[usize::from(b >> 4)]));
+                h.push(char::from(HEX[usize::from(b & 15)]));
             }
             h.push('"');
             h

@@ -348,3 +348,8 @@ pub(crate) fn bcast_index(shape: &[u64], to: &[u64]) -> Vec<usize> {
         })
         .collect()
 }
+
+/// Element count, or `None` on overflow.
+pub(crate) fn checked_elems(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
+}

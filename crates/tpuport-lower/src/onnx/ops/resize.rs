@@ -220,6 +220,9 @@ fn resize(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     } else {
         return Err(cx.invalid(node, "Resize needs scales or sizes"));
     }
+    if let Some(d) = outshape.iter().find(|&&d| d > 1 << 24) {
+        return Err(cx.unsup(node, format!("output dimension {d} (limit 16777216)")));
+    }
     let low = !matches!(x.dt(), DType::F32 | DType::F64);
     let work_dt = if x.dt() == DType::F64 { DType::F64 } else { DType::F32 };
     let mut cur = if low { cx.e.convert(&x, work_dt) } else { x.clone() };

@@ -69,14 +69,15 @@ fn size(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
 
 /// Sets output 0 to `x` reshaped (host or device).
 fn reshape_to(cx: &mut Cx<'_>, node: &Node, shape: Vec<u64>) -> Result<(), LowerError> {
+    let ty = cx.in_ty(node, 0)?;
+    if crate::onnx::host::checked_elems(&shape) != Some(ty.elements()) {
+        return Err(cx.invalid(node, format!("cannot reshape {:?} to {shape:?}", ty.shape)));
+    }
     if let Some(h) = cx.host(node, 0) {
         cx.set_host(node, 0, h.with_shape(shape));
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
-    if x.ty.elements() != shape.iter().product::<u64>() {
-        return Err(cx.invalid(node, format!("cannot reshape {:?} to {shape:?}", x.shape())));
-    }
     let r = cx.e.reshape(&x, &shape);
     cx.set(node, 0, r);
     Ok(())
@@ -108,7 +109,8 @@ fn reshape(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         }
     }
     if let Some(i) = infer {
-        let known: u64 = out.iter().product();
+        let known = crate::onnx::host::checked_elems(&out)
+            .ok_or_else(|| cx.invalid(node, format!("target shape {target:?} overflows")))?;
         if known == 0 {
             return Err(cx.invalid(node, "cannot infer -1 next to a zero dimension"));
         }
@@ -387,6 +389,9 @@ fn expand(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         cx.need_host(node, 1, "the target shape")?.as_i64().iter().map(|&v| v as u64).collect();
     let out = crate::onnx::host::broadcast_shapes(&ty.shape, &target)
         .ok_or_else(|| cx.invalid(node, format!("cannot expand {:?} to {target:?}", ty.shape)))?;
+    if crate::onnx::host::checked_elems(&out).is_none() {
+        return Err(cx.invalid(node, format!("target shape {out:?} overflows")));
+    }
     if let Some(h) = cx.host(node, 0)
         && out.iter().product::<u64>() <= HOST_MAX
     {
@@ -416,7 +421,14 @@ fn tile(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         dims.push(2 * i + 1);
     }
     let b = cx.e.broadcast_in_dim(&x, &dims, &bshape);
-    let out: Vec<u64> = ty.shape.iter().zip(&reps).map(|(&d, &r)| d * r as u64).collect();
+    if reps.iter().any(|&r| r < 0) {
+        return Err(cx.invalid(node, "negative repeats"));
+    }
+    let out: Vec<u64> =
+        ty.shape.iter().zip(&reps).map(|(&d, &r)| d.saturating_mul(r as u64)).collect();
+    if crate::onnx::host::checked_elems(&out).is_none() {
+        return Err(cx.invalid(node, format!("tiled shape {out:?} overflows")));
+    }
     let r = cx.e.reshape(&b, &out);
     cx.set(node, 0, r);
     Ok(())
@@ -460,6 +472,9 @@ fn pad(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
                 cx.e.scalar(x.dt(), 0.0)
             };
             pad_const(cx, &x, &v, &lo, &hi)
+        }
+        "edge" | "reflect" | "wrap" if lo.iter().chain(&hi).any(|&p| !(0..=4096).contains(&p)) => {
+            return Err(cx.unsup(node, format!("{mode} padding outside 0..=4096 per side")));
         }
         "edge" | "reflect" | "wrap" => {
             let mut cur = x;
@@ -541,7 +556,8 @@ fn constant_of_shape(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         }
         _ => (DType::F32, 0.0),
     };
-    let n: u64 = shape.iter().product();
+    let n = crate::onnx::host::checked_elems(&shape)
+        .ok_or_else(|| cx.invalid(node, format!("shape {shape:?} overflows")))?;
     if n <= HOST_MAX {
         cx.set_host(node, 0, HostVal::from_f64(dt, shape, vec![v; n as usize]));
     } else {
