@@ -2,5 +2,9 @@
 //!
 //! - [`inventory`]: what a file holds — signature, op histogram, parameters by dtype, largest
 //!   tensors, duplicate tensors, and how the file's count differs from the framework's.
+//! - [`workload`]: the workload kind (infer/train/finetune) and optimizer shared by the passes.
 
 pub mod inventory;
+pub mod workload;
+
+pub use workload::{Optimizer, Workload};
