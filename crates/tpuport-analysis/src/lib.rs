@@ -8,3 +8,5 @@ pub mod inventory;
 pub mod workload;
 
 pub use workload::{Optimizer, Workload};
+pub mod cost;
+pub mod memory;
