@@ -484,13 +484,43 @@ impl Cx<'_> {
             ));
             return;
         }
+        let mut konst = std::collections::HashSet::new();
+        // Transposes read only by matmuls are folded into the dot's dimension numbers by XLA.
+        let mut to_dot: HashMap<ValueId, bool> = HashMap::new();
+        for o in &g.outputs {
+            to_dot.insert(*o, false);
+        }
+        for n in g.nodes.iter().rev() {
+            let s = short(&n.op);
+            let dot = matches!(s.as_str(), "dot_general" | "dot" | "matmul" | "gemm" | "einsum")
+                || (matches!(s.as_str(), "transpose" | "reshape")
+                    && n.outputs.iter().all(|o| to_dot.get(o).copied().unwrap_or(false)));
+            for v in n.inputs.iter().flatten() {
+                let e = to_dot.entry(*v).or_insert(true);
+                *e = *e && dot;
+            }
+        }
         for n in &g.nodes {
-            self.node(g, n, prefix, repeats, depth);
+            let folded = short(&n.op) == "transpose"
+                && n.outputs.iter().all(|o| to_dot.get(o).copied().unwrap_or(false));
+            let before = self.ops.len();
+            self.node(g, n, prefix, repeats, depth, &mut konst);
+            if folded && let Some(c) = self.ops.get_mut(before) {
+                c.fused_bytes = 0;
+            }
         }
     }
 
     #[allow(clippy::too_many_lines, reason = "one match arm per op family")]
-    fn node(&mut self, g: &Graph, n: &Node, prefix: &str, repeats: u64, depth: usize) {
+    fn node(
+        &mut self,
+        g: &Graph,
+        n: &Node,
+        prefix: &str,
+        repeats: u64,
+        depth: usize,
+        konst: &mut std::collections::HashSet<ValueId>,
+    ) {
         let op = short(&n.op);
         let name = format!("{prefix}{}", name_of(g, n));
         let out0 = n.outputs.first().copied();
@@ -502,7 +532,7 @@ impl Cx<'_> {
         for v in n.inputs.iter().flatten() {
             let b = vbytes(g, *v);
             bytes = bytes.and_then(|acc| b.map(|b| acc + b));
-            if is_weight(g, *v) {
+            if is_weight(g, *v) || konst.contains(v) {
                 weight_bytes += b.unwrap_or(0);
             }
         }
@@ -799,7 +829,17 @@ impl Cx<'_> {
                     None => c.note = Some(unknown.to_owned()),
                 }
             }
-            o if is_data(o) => c.class = OpClass::Data,
+            o if is_data(o) => {
+                c.class = OpClass::Data;
+                // Layout changes of weights (a transposed embedding reused as the LM head) are
+                // done once, not per step: XLA's layout assignment / constant folding.
+                let ins: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
+                if !ins.is_empty() && ins.iter().all(|v| is_weight(g, *v) || konst.contains(v)) {
+                    konst.extend(n.outputs.iter().copied());
+                    c.bytes = 0;
+                    weight_bytes = 0;
+                }
+            }
             _ => {
                 c.class = OpClass::Other;
                 // Model-local ONNX functions: count the body.

@@ -9,4 +9,6 @@ pub mod workload;
 
 pub use workload::{Optimizer, Workload};
 pub mod cost;
+pub mod layout;
 pub mod memory;
+pub mod roofline;

@@ -39,6 +39,8 @@ struct FValue {
     role: Role,
     /// The value whose buffer this one shares.
     alias_of: Option<usize>,
+    /// Computed from weights alone (a folded constant, not a parameter).
+    folded: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -170,6 +172,7 @@ impl Flat {
             bytes: val.ty.byte_size().unwrap_or(0),
             role,
             alias_of: None,
+            folded: false,
         });
         self.values.len() - 1
     }
@@ -280,6 +283,17 @@ impl Flat {
             if is_virtual_op(&op.op) {
                 for &o in &op.outputs {
                     self.values[o].role = Role::Virtual;
+                }
+                continue;
+            }
+            // Computed from weights alone (a transposed embedding reused as the LM head): a
+            // folded constant, held like a weight rather than an activation.
+            if !op.inputs.is_empty()
+                && op.inputs.iter().all(|&v| self.values[self.root(v)].role == Role::Weight)
+            {
+                for &o in &op.outputs {
+                    self.values[o].role = Role::Weight;
+                    self.values[o].folded = true;
                 }
                 continue;
             }
@@ -459,7 +473,7 @@ pub struct MemoryReport {
 /// a dot / convolution RHS or are broadcast into another tensor (biases, norm scales).
 fn params(model: &Model, flat: &Flat) -> (Vec<Param>, Vec<usize>, String) {
     let weights: Vec<usize> = (0..flat.values.len())
-        .filter(|&v| flat.values[v].role == Role::Weight)
+        .filter(|&v| flat.values[v].role == Role::Weight && !flat.values[v].folded)
         .filter(|&v| flat.values[v].shape.as_ref().is_some_and(|s| !s.is_empty()))
         .collect();
     let is_float = |v: usize| flat.values[v].dtype.is_some_and(DType::is_float);
@@ -489,9 +503,19 @@ fn params(model: &Model, flat: &Flat) -> (Vec<Param>, Vec<usize>, String) {
                 .to_owned(),
         )
     } else {
+        // Tied weights stored twice (the legacy exporter's transposed lm_head copy of the
+        // embedding) are one parameter: drop every copy after the first of each group.
+        let copies: Vec<String> = crate::inventory::duplicate_tensors(model, 1024)
+            .into_iter()
+            .flat_map(|g| g.names.into_iter().skip(1))
+            .collect();
         (
-            weights.into_iter().filter(|&v| is_float(v)).collect(),
-            "stored float weights of rank >= 1".to_owned(),
+            weights
+                .into_iter()
+                .filter(|&v| is_float(v) && !copies.contains(&flat.values[v].name))
+                .collect(),
+            "stored float weights of rank >= 1, byte-identical (or transposed) copies counted once"
+                .to_owned(),
         )
     };
     let ps = ids
