@@ -8,6 +8,7 @@ pub mod inventory;
 pub mod workload;
 
 pub use workload::{Optimizer, Workload};
+pub mod audit;
 pub mod cost;
 pub mod layout;
 pub mod memory;
