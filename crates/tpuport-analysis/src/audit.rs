@@ -116,6 +116,8 @@ pub struct Summary {
     pub step_s: Option<f64>,
     /// Estimated samples/s on one chip.
     pub samples_per_s: Option<f64>,
+    /// For `--slice`: `replicated`, `sharded` (fits only with state sharded), or `no`.
+    pub slice_fit: Option<String>,
     /// Up to five things to fix, most important first.
     pub top_fixes: Vec<Fix>,
 }
@@ -170,19 +172,27 @@ pub struct AuditReport {
 
 /// The leading dimension of the first input with a static shape (the batch the model was bound
 /// with), or 1.
-fn detect_batch(model: &Model) -> u64 {
+fn detect_batch(model: &Model, params: &[String]) -> u64 {
     let g = &model.graph;
     g.inputs
         .iter()
+        .filter(|i| !params.contains(&g.value(**i).name))
         .filter_map(|i| g.value(*i).ty.shape.as_ref()?.as_fixed())
         .find(|s| !s.is_empty())
         .map_or(1, |s| s[0].max(1))
 }
 
+/// Bytes in binary units for the fix lines (`1.5 MiB`).
 fn gib(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     #[allow(clippy::cast_precision_loss, reason = "display")]
-    let g = b as f64 / f64::from(1u32 << 30);
-    format!("{g:.2} GiB")
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
 }
 
 fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload) -> SliceFit {
@@ -227,7 +237,6 @@ pub fn audit(
         .filter(|c| c.is_tpu() && c.tiling.is_some())
         .filter(|c| opts.slice.as_ref().is_none_or(|s| s.chip == c.id))
         .collect();
-    let batch = opts.batch.unwrap_or_else(|| detect_batch(model));
     let cost = cost::analyze(model);
     let mxu_ops = cost
         .ops
@@ -235,6 +244,7 @@ pub fn audit(
         .filter(|o| matches!(o.class, cost::OpClass::Matmul | cost::OpClass::Conv))
         .count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
+    let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));
     let layout = layout::analyze(model, &cost, &chips);
     let roofline = roofline::analyze(&cost, &chips, batch, opts.workload);
     let fits: Vec<SliceFit> = chips
@@ -257,6 +267,17 @@ pub fn audit(
     let head_roof = head.as_ref().and_then(|h| roofline.chips.iter().find(|r| &r.chip == h));
     let head_layout = head.as_ref().and_then(|h| layout.chips.iter().find(|l| &l.chip == h));
 
+    let slice_fit = opts.slice.as_ref().and_then(|sl| {
+        let f = fits.iter().find(|f| f.chip == sl.chip)?;
+        let n = u64::from(sl.chips.max(1));
+        Some(if f.state_bytes + f.batch_bytes.div_ceil(n) <= f.hbm_budget {
+            "replicated".to_owned()
+        } else if (f.state_bytes + f.batch_bytes).div_ceil(n) <= f.hbm_budget {
+            "sharded".to_owned()
+        } else {
+            "no".to_owned()
+        })
+    });
     let mut fixes: Vec<Fix> = Vec::new();
     for f in findings.iter().filter(|f| f.severity == Level::Error) {
         fixes.push(Fix {
@@ -407,6 +428,7 @@ pub fn audit(
             fits_on: head_fit.and_then(|f| f.replicated.clone().or_else(|| f.sharded.clone())),
             step_s: head_roof.map(|r| r.step_s),
             samples_per_s: head_roof.map(|r| r.samples_per_s),
+            slice_fit,
             top_fixes: fixes,
         },
         findings,

@@ -464,6 +464,9 @@ pub struct MemoryReport {
     pub params: u64,
     /// How parameters were told from data inputs.
     pub params_rule: String,
+    /// Names of the parameters (not serialized: long).
+    #[serde(skip)]
+    pub param_names: Vec<String>,
     /// Notes.
     pub notes: Vec<String>,
 }
@@ -604,7 +607,9 @@ pub fn analyze(
     let mut flat = Flat::build(model);
     flat.assign();
     let (ps, param_ids, rule) = params(model, &flat);
+    let param_names = ps.iter().map(|p| p.name.clone()).collect();
     let mut report = MemoryReport {
+        param_names,
         params: ps.iter().map(|p| p.shape.iter().product::<u64>()).sum(),
         params_rule: rule,
         ..MemoryReport::default()
