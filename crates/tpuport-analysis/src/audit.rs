@@ -245,7 +245,7 @@ pub fn audit(
         .count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
     let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));
-    let layout = layout::analyze(model, &cost, &chips);
+    let layout = layout::analyze(model, &cost, &chips, &memory.param_names);
     let roofline = roofline::analyze(&cost, &chips, batch, opts.workload);
     let fits: Vec<SliceFit> = chips
         .iter()

@@ -92,8 +92,9 @@ pub struct LayoutReport {
     pub chips: Vec<ChipLayout>,
 }
 
-/// The weight-like tensors of a model: stored weights (rank >= 1), else float arguments.
-fn weight_tensors(model: &Model) -> Vec<(String, Vec<u64>, DType)> {
+/// The weight-like tensors of a model: stored weights (rank >= 1), else the arguments the
+/// memory pass classified as parameters (`params`).
+fn weight_tensors(model: &Model, params: &[String]) -> Vec<(String, Vec<u64>, DType)> {
     let g = &model.graph;
     let mut out = Vec::new();
     for v in &g.values {
@@ -109,7 +110,7 @@ fn weight_tensors(model: &Model) -> Vec<(String, Vec<u64>, DType)> {
             let v = g.value(*i);
             if let (Some(s), Some(d)) = (v.ty.shape.as_ref().and_then(|s| s.as_fixed()), v.ty.dtype)
                 && !s.is_empty()
-                && d.is_float()
+                && params.contains(&v.name)
             {
                 out.push((v.name.clone(), s, d));
             }
@@ -169,8 +170,13 @@ fn matmul_fix(d: &MatmulDims, padded: [u64; 3], mxu: u64) -> Option<String> {
 
 /// Runs the layout pass for each chip.
 #[must_use]
-pub fn analyze(model: &Model, cost: &CostReport, chips: &[&Chip]) -> LayoutReport {
-    let weights = weight_tensors(model);
+pub fn analyze(
+    model: &Model,
+    cost: &CostReport,
+    chips: &[&Chip],
+    params: &[String],
+) -> LayoutReport {
+    let weights = weight_tensors(model, params);
     let mut report = LayoutReport::default();
     for chip in chips {
         let mxu = u64::from(chip.mxu_size.unwrap_or(128));

@@ -162,8 +162,10 @@ fn secs(s: f64) -> String {
         format!("{s:.2} s")
     } else if s >= 1e-3 {
         format!("{:.2} ms", s * 1e3)
-    } else {
+    } else if s >= 1e-6 {
         format!("{:.1} us", s * 1e6)
+    } else {
+        format!("{:.0} ns", s * 1e9)
     }
 }
 
@@ -251,7 +253,7 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
         }
     }
 
-    let _ = writeln!(o, "\nCost (batch {})", r.batch);
+    let _ = writeln!(o, "\nCost (forward pass, batch {})", r.batch);
     let t = &r.cost.totals;
     let mut tab = Table::new(&["", "value"], &[Align::Left, Align::Right]).indent(2);
     tab.row(["FLOPs (XLA convention)".to_owned(), flops(t.flops)]);
@@ -415,7 +417,7 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
             c.compute_bound_batch.map_or_else(|| "-".to_owned(), |b| format!("batch {b}")),
             c.usd_per_1m_samples.map_or_else(
                 || "-".to_owned(),
-                |u| format!("{u:.2} ({})", c.price_confidence.as_deref().unwrap_or("?")),
+                |u| format!("{} ({})", money(u), c.price_confidence.as_deref().unwrap_or("?")),
             ),
         ]);
     }
@@ -427,10 +429,44 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
     o
 }
 
+fn money(u: f64) -> String {
+    if u >= 0.01 { format!("{u:.2}") } else { format!("{u:.1e}") }
+}
+
 fn shorten(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         return s.to_owned();
     }
     let tail: String = s.chars().rev().take(n - 1).collect::<Vec<_>>().into_iter().rev().collect();
     format!("…{tail}")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn report(workload: Workload) -> AuditReport {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/audit_small.mlir");
+        let model = tpuport_formats::open(&path, &ImportOptions::default()).unwrap();
+        let catalog = tpuport_hw::Catalog::builtin();
+        let opts = AuditOptions { workload, optimizer: Optimizer::AdamW, batch: None, slice: None };
+        audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, Vec::new())
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        insta::assert_snapshot!(render_text(&report(Workload::Infer)));
+    }
+
+    #[test]
+    fn text_report_training_snapshot() {
+        insta::assert_snapshot!(render_text(&report(Workload::Train)));
+    }
+
+    #[test]
+    fn json_report_snapshot() {
+        insta::assert_json_snapshot!(report(Workload::Infer));
+    }
 }
