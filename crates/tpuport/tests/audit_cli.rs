@@ -1,0 +1,107 @@
+//! `tpuport audit` through the binary: JSON schema, exit codes (0 ran, 1 findings at
+//! `--fail-on`, 2 could not run), one-line errors, and agreement with XLA's own numbers on a
+//! JAX fixture.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::tpuport;
+
+fn small() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/audit_small.mlir")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--format", "json", "audit"];
+    all.extend_from_slice(args);
+    let o = tpuport(&all);
+    assert_eq!(o.code, 0, "audit {args:?}: {}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", o.stdout))
+}
+
+/// Exit 2 and one `error:` line containing every needle.
+fn rejected(args: &[&str], needles: &[&str]) {
+    let mut all = vec!["audit"];
+    all.extend_from_slice(args);
+    let o = tpuport(&all);
+    assert_eq!(o.code, 2, "{args:?}: exit code; stderr {}", o.stderr);
+    assert!(o.stdout.is_empty(), "{args:?}: stdout {}", o.stdout);
+    let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines[0].starts_with("error:"), "{args:?}: {}", o.stderr);
+    for n in needles {
+        assert!(o.stderr.contains(n), "{args:?}: `{n}` missing from {}", o.stderr);
+    }
+}
+
+#[test]
+fn json_report_has_schema_and_sections() {
+    let p = small();
+    let r = json(&[p.to_str().unwrap()]);
+    assert_eq!(r["schema"], "tpuport.audit/1");
+    for k in ["summary", "findings", "cost", "layout", "memory", "fits", "roofline"] {
+        assert!(r.get(k).is_some(), "missing section {k}");
+    }
+    // conv: 2·8·8·4·(3·8−2)² valid taps; dot 2·8·512·10; 4 tanh iterations.
+    let t = &r["cost"]["totals"];
+    assert_eq!(t["matmul_conv_flops"], 2 * 8 * 8 * 4 * 22 * 22 + 2 * 8 * 512 * 10);
+    assert_eq!(t["transcendentals"], 4 * 8 * 512);
+    assert_eq!(r["batch"], 8);
+    assert_eq!(r["roofline"]["chips"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn slice_restricts_to_one_generation_and_gives_a_verdict() {
+    let p = small();
+    let r = json(&[
+        p.to_str().unwrap(),
+        "--slice",
+        "v6e-8",
+        "--workload",
+        "train",
+        "--optimizer",
+        "adafactor",
+    ]);
+    assert_eq!(r["slice"], "v6e-8");
+    assert_eq!(r["summary"]["slice_fit"], "replicated");
+    assert_eq!(r["optimizer"], "adafactor");
+    assert_eq!(r["workload"], "train");
+    let chips: Vec<&str> = r["roofline"]["chips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chip"].as_str().unwrap())
+        .collect();
+    assert_eq!(chips, vec!["v6e"]);
+    let text = tpuport(&["audit", p.to_str().unwrap(), "--slice", "v6e-8"]);
+    assert_eq!(text.code, 0);
+    assert!(text.stdout.contains("Summary\n  v6e-8: fits"), "{}", text.stdout);
+}
+
+#[test]
+fn cannot_run_exits_2_with_one_line() {
+    let p = small();
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.onnx");
+    std::fs::write(&junk, b"\x08\x07garbage-not-a-protobuf\xff\xff\xff").unwrap();
+    rejected(&[junk.to_str().unwrap()], &["junk.onnx"]);
+    rejected(&[dir.path().join("missing.onnx").to_str().unwrap()], &["missing.onnx"]);
+    rejected(&[p.to_str().unwrap(), "--slice", "v9z-8"], &["v9z-8"]);
+    rejected(&[p.to_str().unwrap(), "--batch", "0"], &["--batch"]);
+    let st = dir.path().join("w.safetensors");
+    std::fs::write(&st, b"\x02\x00\x00\x00\x00\x00\x00\x00{}").unwrap();
+    rejected(&[st.to_str().unwrap()], &["not a computation graph"]);
+}
+
+#[test]
+fn jax_fixture_flops_match_xla_through_the_binary() {
+    let dir = common::fixtures().join("jax/cnn_b8");
+    let meta = common::meta(&dir);
+    let r = json(&[dir.join("jit.mlir").to_str().unwrap()]);
+    let ours = r["cost"]["totals"]["flops"].as_f64().unwrap();
+    let xla = meta["xla"]["flops"].as_f64().unwrap();
+    assert!((ours - xla).abs() / xla < 0.02, "tpuport {ours} vs XLA {xla}");
+    assert_eq!(r["batch"], 8);
+}
