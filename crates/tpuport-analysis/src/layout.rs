@@ -11,9 +11,11 @@
 //! - Worst offenders: matmuls by MXU FLOPs wasted on padding, tensors by padded bytes wasted,
 //!   each with the dimension to change.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use tpuport_hw::{Chip, matmul_utilization, tiling};
-use tpuport_model::{DType, Model, ValueKind};
+use tpuport_model::{Attr, DType, Model, ValueKind};
 
 use crate::cost::{CostReport, MatmulDims, OpClass};
 
@@ -37,6 +39,8 @@ pub struct TensorPadding {
     pub padded_bytes: u64,
     /// What to change, when padding wastes a noticeable share.
     pub fix: Option<String>,
+    /// The layout padded: `stored`, or a conv kernel in `[spatial, in, out]` order.
+    pub layout: &'static str,
 }
 
 /// One matmul / conv after MXU padding.
@@ -83,6 +87,11 @@ pub struct ChipLayout {
     pub worst_matmuls: Vec<MatmulLayout>,
     /// Tensors wasting the most bytes to padding, worst first.
     pub worst_tensors: Vec<TensorPadding>,
+    /// Extra bytes conv kernels would take if kept in their stored layout (ONNX `[out, in, kh,
+    /// kw]`: pointwise kernels pad 1x1 to 2x128) instead of `[spatial, in, out]`.
+    pub stored_kernel_extra_bytes: u64,
+    /// The kernel with the largest such cost.
+    pub stored_kernel_worst: Option<String>,
 }
 
 /// The layout pass's result: one entry per TPU chip.
@@ -90,6 +99,81 @@ pub struct ChipLayout {
 pub struct LayoutReport {
     /// Per chip generation.
     pub chips: Vec<ChipLayout>,
+}
+
+/// Convolution kernels in the layout XLA's convolution wants them, feature dimensions minor
+/// (`[spatial..., in, out]`), by tensor name. An ONNX `Conv` stores `[out, in, kh, kw]`, whose two
+/// minor dims are 1x1 for pointwise convs: kept that way on a TPU it would pad 256x; a port
+/// must transpose it (the layout section reports the stored layout's cost as a fix).
+#[must_use]
+pub fn conv_kernel_layouts(model: &Model) -> HashMap<String, Vec<u64>> {
+    let g = &model.graph;
+    let mut out = HashMap::new();
+    for n in g.walk_nodes() {
+        let Some(Some(w)) = n.inputs.get(1) else { continue };
+        let Some(v) = g.values.get(w.0 as usize) else { continue };
+        let Some(shape) = v.ty.shape.as_ref().and_then(|s| s.as_fixed()) else { continue };
+        let perm: Option<Vec<usize>> = match n.op.as_str() {
+            "Conv" | "ConvInteger" if shape.len() >= 3 => {
+                let mut p: Vec<usize> = (2..shape.len()).collect();
+                p.extend([1, 0]);
+                Some(p)
+            }
+            "stablehlo.convolution" => {
+                let get = |k: &str| {
+                    n.attr(k).and_then(Attr::as_int).and_then(|x| usize::try_from(x).ok())
+                };
+                let sp: Option<Vec<usize>> = match n.attr("tpuport.kernel_spatial_dimensions") {
+                    Some(Attr::Ints(v)) => v.iter().map(|&x| usize::try_from(x).ok()).collect(),
+                    _ => None,
+                };
+                match (
+                    sp,
+                    get("tpuport.kernel_input_feature_dimension"),
+                    get("tpuport.kernel_output_feature_dimension"),
+                ) {
+                    (Some(mut p), Some(i), Some(o)) => {
+                        p.extend([i, o]);
+                        Some(p)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(p) = perm
+            && p.len() == shape.len()
+            && p.iter().all(|&i| i < shape.len())
+        {
+            out.insert(v.name.clone(), p.iter().map(|&i| shape[i]).collect());
+        }
+    }
+    out
+}
+
+/// Bytes of `shape` in the best layout XLA's layout assignment can give an intermediate value:
+/// the least padded choice of the two minor dimensions.
+#[must_use]
+pub fn best_layout_bytes(shape: &[u64], dtype: DType, chip: &Chip) -> Option<u64> {
+    let r = shape.len();
+    if r < 2 {
+        return tiling::padded_bytes(shape, dtype, chip).ok();
+    }
+    let mut best: Option<u64> = None;
+    for i in 0..r {
+        for j in 0..r {
+            if i == j {
+                continue;
+            }
+            let mut v: Vec<u64> = (0..r).filter(|&k| k != i && k != j).map(|k| shape[k]).collect();
+            v.push(shape[i]);
+            v.push(shape[j]);
+            if let Ok(b) = tiling::padded_bytes(&v, dtype, chip) {
+                best = Some(best.map_or(b, |x: u64| x.min(b)));
+            }
+        }
+    }
+    best
 }
 
 /// The weight-like tensors of a model: stored weights (rank >= 1), else the arguments the
@@ -177,6 +261,7 @@ pub fn analyze(
     params: &[String],
 ) -> LayoutReport {
     let weights = weight_tensors(model, params);
+    let kernels = conv_kernel_layouts(model);
     let mut report = LayoutReport::default();
     for chip in chips {
         let mxu = u64::from(chip.mxu_size.unwrap_or(128));
@@ -190,12 +275,26 @@ pub fn analyze(
             mxu_utilization: 0.0,
             worst_matmuls: Vec::new(),
             worst_tensors: Vec::new(),
+            stored_kernel_extra_bytes: 0,
+            stored_kernel_worst: None,
         };
         let mut tensors = Vec::new();
-        for (name, shape, dtype) in &weights {
+        let mut stored_extra = 0u64;
+        let mut stored_worst: Option<(String, u64)> = None;
+        for (name, stored, dtype) in &weights {
+            let shape = kernels.get(name).unwrap_or(stored);
             let Ok(p) = tiling::pad(shape, *dtype, chip, tiling::Placement::Memory) else {
                 continue;
             };
+            if shape != stored
+                && let Ok(q) = tiling::padded_bytes(stored, *dtype, chip)
+                && q > p.padded_bytes
+            {
+                stored_extra += q - p.padded_bytes;
+                if stored_worst.as_ref().is_none_or(|w| q - p.padded_bytes > w.1) {
+                    stored_worst = Some((name.clone(), q - p.padded_bytes));
+                }
+            }
             cl.weights_logical += p.logical_bytes;
             cl.weights_padded += p.padded_bytes;
             tensors.push(TensorPadding {
@@ -203,6 +302,7 @@ pub fn analyze(
                 dtype: *dtype,
                 shape: shape.clone(),
                 fix: tensor_fix(shape, &p.padded, p.tile),
+                layout: if shape == stored { "stored" } else { "conv-kernel [spatial, in, out]" },
                 padded_shape: p.padded,
                 logical_bytes: p.logical_bytes,
                 padded_bytes: p.padded_bytes,
@@ -214,6 +314,8 @@ pub fn analyze(
         tensors.retain(|t| t.padded_bytes > t.logical_bytes);
         tensors.truncate(WORST);
         cl.worst_tensors = tensors;
+        cl.stored_kernel_extra_bytes = stored_extra;
+        cl.stored_kernel_worst = stored_worst.map(|w| w.0);
 
         let mut useful = 0f64;
         let mut total = 0f64;

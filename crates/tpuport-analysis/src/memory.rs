@@ -394,9 +394,14 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
     (best.0, best.1, total)
 }
 
-fn padded_size(v: &FValue, chip: &Chip) -> u64 {
+/// Padded bytes of a value on `chip`: intermediates in the best layout XLA can assign, conv
+/// kernels feature-minor, everything else (weights, caller inputs) as stored.
+fn padded_size(v: &FValue, chip: &Chip, kernels: &HashMap<String, Vec<u64>>) -> u64 {
     match (&v.shape, v.dtype) {
-        (Some(s), Some(d)) => padded_bytes(s, d, chip).unwrap_or(v.bytes),
+        (Some(s), Some(d)) => match v.role {
+            Role::Temp => crate::layout::best_layout_bytes(s, d, chip).unwrap_or(v.bytes),
+            _ => padded_bytes(kernels.get(&v.name).unwrap_or(s), d, chip).unwrap_or(v.bytes),
+        },
         _ => v.bytes,
     }
 }
@@ -474,7 +479,11 @@ pub struct MemoryReport {
 /// The model's trainable parameters: stored weights of rank >= 1, or for modules without
 /// stored weights (JAX StableHLO, where parameters are arguments) the float arguments that feed
 /// a dot / convolution RHS or are broadcast into another tensor (biases, norm scales).
-fn params(model: &Model, flat: &Flat) -> (Vec<Param>, Vec<usize>, String) {
+fn params(
+    model: &Model,
+    flat: &Flat,
+    kernels: &HashMap<String, Vec<u64>>,
+) -> (Vec<Param>, Vec<usize>, String) {
     let weights: Vec<usize> = (0..flat.values.len())
         .filter(|&v| flat.values[v].role == Role::Weight && !flat.values[v].folded)
         .filter(|&v| flat.values[v].shape.as_ref().is_some_and(|s| !s.is_empty()))
@@ -525,7 +534,12 @@ fn params(model: &Model, flat: &Flat) -> (Vec<Param>, Vec<usize>, String) {
         .iter()
         .map(|&v| Param {
             name: flat.values[v].name.clone(),
-            shape: flat.values[v].shape.clone().unwrap_or_default(),
+            // Conv kernels as the convolution lays them out (feature dims minor).
+            shape: kernels
+                .get(&flat.values[v].name)
+                .cloned()
+                .or_else(|| flat.values[v].shape.clone())
+                .unwrap_or_default(),
             dtype: flat.values[v].dtype.unwrap_or(DType::F32),
         })
         .collect();
@@ -606,7 +620,8 @@ pub fn analyze(
 ) -> MemoryReport {
     let mut flat = Flat::build(model);
     flat.assign();
-    let (ps, param_ids, rule) = params(model, &flat);
+    let kernels = crate::layout::conv_kernel_layouts(model);
+    let (ps, param_ids, rule) = params(model, &flat, &kernels);
     let param_names = ps.iter().map(|p| p.name.clone()).collect();
     let mut report = MemoryReport {
         param_names,
@@ -645,7 +660,7 @@ pub fn analyze(
     report.logical = f;
     report.peak_at = at;
     for chip in chips {
-        let size = |v: &FValue| padded_size(v, chip);
+        let size = |v: &FValue| padded_size(v, chip, &kernels);
         let tsize = |s: &[u64], d: DType| {
             padded_bytes(s, d, chip)
                 .unwrap_or_else(|_| d.storage_bytes(s.iter().product()).unwrap_or(0))
