@@ -141,7 +141,18 @@ pub struct CostReport {
 pub fn analyze(model: &Model) -> CostReport {
     let mut cx = Cx { model, ops: Vec::new(), notes: Vec::new(), unknown_ops: BTreeMap::new() };
     cx.graph(&model.graph, "", 1, 0);
+    let report_unbound = |ops: &[OpCost]| {
+        ops.iter()
+            .filter(|o| o.note.as_deref().is_some_and(|n| n.starts_with("shape not static")))
+            .count()
+    };
     let mut report = CostReport { ops: cx.ops, notes: cx.notes, ..CostReport::default() };
+    let unbound = report_unbound(&report.ops);
+    if unbound > 0 {
+        report.notes.push(format!(
+            "{unbound} op(s) have shapes that are not static: their cost is not counted (bind symbolic dims with --batch / --dim / --input-shape)"
+        ));
+    }
     for (op, n) in cx.unknown_ops {
         report.notes.push(format!("{n} `{op}` op(s) have no cost rule; counted as 0 FLOPs"));
     }

@@ -116,6 +116,23 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             model.format.name()
         );
     }
+    let mut symbols: Vec<String> = Vec::new();
+    for i in &model.graph.inputs {
+        if let Some(shape) = &model.graph.value(*i).ty.shape {
+            for s in shape.symbols() {
+                if !symbols.iter().any(|x| x == s) {
+                    symbols.push(s.to_owned());
+                }
+            }
+        }
+    }
+    if !symbols.is_empty() {
+        p.warn(&format!(
+            "{}: inputs have unbound symbolic dims ({}): bind them with --batch N / --dim NAME=N; ops on unbound shapes are not counted",
+            a.model.display(),
+            symbols.join(", ")
+        ));
+    }
     let t1 = Instant::now();
     let found = findings(&model, a);
     let report = audit::audit(
