@@ -386,10 +386,16 @@ pub fn audit(
                     "memory-bound at batch {batch} on {}: a batch of {b} or more per chip keeps the MXUs busy",
                     r.chip
                 ),
-                None => format!(
-                    "memory-bound on {} at every batch up to 65536: HBM traffic, not FLOPs, sets the speed",
-                    r.chip
-                ),
+                None => match r.compute_bound_batch_bf16 {
+                    Some(b) => format!(
+                        "memory-bound on {} at any batch while tensors are f32; in bf16 a batch of {b} or more per chip is compute-bound",
+                        r.chip
+                    ),
+                    None => format!(
+                        "memory-bound on {} at every batch up to 65536: HBM traffic, not FLOPs, sets the speed",
+                        r.chip
+                    ),
+                },
             },
         });
     }

@@ -68,6 +68,8 @@ pub struct ChipRoofline {
     /// Smallest batch (multiple of 8 per TensorCore) at which the step turns compute-bound,
     /// if one up to 65536 does.
     pub compute_bound_batch: Option<u64>,
+    /// The same with f32 tensors stored as bf16 (half the bytes).
+    pub compute_bound_batch_bf16: Option<u64>,
     /// USD per 1M samples at the on-demand price, where the catalog has one.
     pub usd_per_1m_samples: Option<f64>,
     /// The price's confidence (`low`, `medium`, `user`).
@@ -100,6 +102,7 @@ fn step(
     scale: f64,
     train: f64,
     keep: bool,
+    as_bf16: bool,
 ) -> Option<(f64, f64, f64, u64, u64, Vec<OpBound>)> {
     let bw = chip.hbm_bandwidth?;
     let mut total = 0.0;
@@ -109,7 +112,10 @@ fn step(
     for op in &cost.ops {
         let repeats = op.repeats.max(1) as f64;
         let act_bytes = op.fused_bytes.saturating_sub(op.weight_bytes * op.repeats.max(1)) as f64;
-        let bytes = (op.weight_bytes as f64 * repeats + act_bytes * scale) * train;
+        let mut bytes = (op.weight_bytes as f64 * repeats + act_bytes * scale) * train;
+        if as_bf16 && op.dtype == Some(DType::F32) {
+            bytes *= 0.5;
+        }
         let memory = bytes / bw;
         let mut compute = 0.0;
         if matches!(op.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention) {
@@ -169,7 +175,8 @@ pub fn analyze(
     let mut report = RooflineReport::default();
     for chip in chips {
         let (Some(peak), Some(bw)) = (chip.peak.bf16, chip.hbm_bandwidth) else { continue };
-        let Some((total, cs, ms, nc, nm, mut ops)) = step(cost, chip, 1.0, train, true) else {
+        let Some((total, cs, ms, nc, nm, mut ops)) = step(cost, chip, 1.0, train, true, false)
+        else {
             continue;
         };
         ops.sort_by(|a, b| b.compute_s.max(b.memory_s).total_cmp(&a.compute_s.max(a.memory_s)));
@@ -177,21 +184,30 @@ pub fn analyze(
         let per_core = 8 * u64::from(chip.tensorcores.unwrap_or(1).max(1));
         // Compute time grows with the batch faster than memory time (weights are read once
         // per step), so the predicate is monotone: binary search over multiples of `per_core`.
-        let bound_at = |j: u64| {
-            step(cost, chip, (j * per_core) as f64 / batch as f64, train, false)
-                .is_some_and(|(_, c, m, _, _, _)| c >= m && c > 0.0)
-        };
-        let max_j = 65536 / per_core;
-        let cb = if bound_at(max_j) {
-            let (mut lo, mut hi) = (1u64, max_j);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if bound_at(mid) { hi = mid } else { lo = mid + 1 }
+        let search = |as_bf16: bool| {
+            let bound_at = |j: u64| {
+                step(cost, chip, (j * per_core) as f64 / batch as f64, train, false, as_bf16)
+                    .is_some_and(|(_, c, m, _, _, _)| c >= m && c > 0.0)
+            };
+            let max_j = 65536 / per_core;
+            if bound_at(max_j) {
+                let (mut lo, mut hi) = (1u64, max_j);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if bound_at(mid) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                Some(lo * per_core)
+            } else {
+                None
             }
-            Some(lo * per_core)
-        } else {
-            None
         };
+        let cb = search(false);
+        let f32_ops = cost.ops.iter().any(|o| o.dtype == Some(DType::F32) && o.mxu_flops > 0);
+        let cb16 = if f32_ops { search(true) } else { cb };
         let sps = if total > 0.0 { batch as f64 / total } else { 0.0 };
         let usd = chip.price.on_demand.filter(|_| sps > 0.0).map(|p| p / 3600.0 * 1e6 / sps);
         report.chips.push(ChipRoofline {
@@ -208,6 +224,7 @@ pub fn analyze(
             memory_bound_ops: nm,
             bound: if cs >= ms { "compute" } else { "memory" },
             compute_bound_batch: cb,
+            compute_bound_batch_bf16: cb16,
             usd_per_1m_samples: usd,
             price_confidence: chip.price.confidence.map(|c| c.name().to_owned()),
             top_ops: ops,

@@ -431,7 +431,11 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
                 c.compute_bound_ops,
                 c.compute_bound_ops + c.memory_bound_ops
             ),
-            c.compute_bound_batch.map_or_else(|| "-".to_owned(), |b| format!("batch {b}")),
+            match (c.compute_bound_batch, c.compute_bound_batch_bf16) {
+                (Some(b), _) => format!("batch {b}"),
+                (None, Some(b)) => format!("batch {b} (bf16)"),
+                (None, None) => "-".to_owned(),
+            },
             c.usd_per_1m_samples.map_or_else(
                 || "-".to_owned(),
                 |u| format!("{} ({})", money(u), c.price_confidence.as_deref().unwrap_or("?")),
