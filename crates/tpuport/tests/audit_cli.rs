@@ -105,3 +105,28 @@ fn jax_fixture_flops_match_xla_through_the_binary() {
     assert!((ours - xla).abs() / xla < 0.02, "tpuport {ours} vs XLA {xla}");
     assert_eq!(r["batch"], 8);
 }
+
+/// XLA itself compiles the hand-written module (conv with SAME padding, a call, a counted while
+/// loop): FLOPs agree; XLA's cost analysis counts the while body once where tpuport multiplies
+/// it by the constant trip count (4), so transcendentals (the body's tanh) differ by exactly 4x.
+#[test]
+fn hand_written_module_matches_xla_cost_analysis() {
+    let p = small();
+    let code = r"
+import json, sys, jax
+c = jax.devices('cpu')[0].client
+txt = open(sys.argv[1]).read()
+exe = c.compile_and_load(txt, c.devices()[:1]) if hasattr(c, 'compile_and_load') else c.compile(txt)
+ca = exe.cost_analysis()
+ca = ca[0] if isinstance(ca, list) else ca
+print(json.dumps({'flops': ca['flops'], 'transcendentals': ca['transcendentals']}))
+";
+    let out = tpuport_testkit::run_python(code, &[p.to_str().unwrap()]);
+    let xla: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json(&[p.to_str().unwrap()]);
+    let ours = r["cost"]["totals"]["flops"].as_f64().unwrap();
+    let want = xla["flops"].as_f64().unwrap();
+    assert!((ours - want).abs() / want < 0.001, "tpuport {ours} vs XLA {want}");
+    let t = r["cost"]["totals"]["transcendentals"].as_f64().unwrap();
+    assert_eq!(t, 4.0 * xla["transcendentals"].as_f64().unwrap());
+}
