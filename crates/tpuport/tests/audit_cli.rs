@@ -93,6 +93,8 @@ fn cannot_run_exits_2_with_one_line() {
     let st = dir.path().join("w.safetensors");
     std::fs::write(&st, b"\x02\x00\x00\x00\x00\x00\x00\x00{}").unwrap();
     rejected(&[st.to_str().unwrap()], &["not a computation graph"]);
+    let bc = common::fixtures().join("jax/mlp_b1/export.mlirbc");
+    rejected(&[bc.to_str().unwrap()], &["export.mlirbc", "bytecode"]);
 }
 
 #[test]

@@ -116,6 +116,18 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             model.format.name()
         );
     }
+    if model.graph.nodes.is_empty() {
+        anyhow::bail!(
+            "{}: no operations to audit ({}){}",
+            a.model.display(),
+            model.format.name(),
+            if model.format == tpuport_model::ModelFormat::StablehloBytecode {
+                "; tpuport reads only the header of MLIR bytecode: audit the text form (`.mlir`, e.g. `jax.export(...).mlir_module()`)"
+            } else {
+                ""
+            }
+        );
+    }
     let mut symbols: Vec<String> = Vec::new();
     for i in &model.graph.inputs {
         if let Some(shape) = &model.graph.value(*i).ty.shape {
