@@ -319,6 +319,17 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
         bytes(l.peak_activations),
         shorten(&r.memory.peak_at, 40)
     );
+    if let Some(d) = &r.memory.per_device {
+        let _ = writeln!(
+            o,
+            "  per device ({} partitions, from the sharding annotations): {} = arguments {} + outputs {} + temporaries {}",
+            d.partitions,
+            bytes(d.total),
+            bytes(d.arguments),
+            bytes(d.outputs),
+            bytes(d.temps)
+        );
+    }
     if !l.training.is_empty() {
         let mut tab = Table::new(
             &["training", "weights", "grads", "optimizer", "activations", "total", "with remat"],
