@@ -241,7 +241,12 @@ pub fn audit(
     let mxu_ops = cost
         .ops
         .iter()
-        .filter(|o| matches!(o.class, cost::OpClass::Matmul | cost::OpClass::Conv))
+        .filter(|o| {
+            matches!(
+                o.class,
+                cost::OpClass::Matmul | cost::OpClass::Conv | cost::OpClass::Attention
+            )
+        })
         .count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
     let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));

@@ -38,7 +38,8 @@ pub enum OpClass {
     Matmul,
     /// Convolution on the MXU.
     Conv,
-    /// A fused attention op (ONNX `Attention`): two batched matmuls and a softmax.
+    /// Attention: an ONNX `Attention` op, or a matmul of two values computed in the step (scores
+    /// `Q·Kᵀ`, context `P·V`).
     Attention,
     /// Reductions and pooling.
     Reduction,
@@ -617,7 +618,18 @@ impl Cx<'_> {
             }
             "dot_general" | "dot" | "matmul" | "gemm" | "matmulinteger" | "qlinearmatmul"
             | "fusedmatmul" => {
-                c.class = OpClass::Matmul;
+                // Both operands computed in this step (neither a weight nor an argument): the
+                // score / context products of attention.
+                let computed = |v: Option<ValueId>| {
+                    v.is_some_and(|v| {
+                        g.value(v).kind == ValueKind::Intermediate && !konst.contains(&v)
+                    })
+                };
+                c.class = if computed(in0) && computed(input(n, 1)) {
+                    OpClass::Attention
+                } else {
+                    OpClass::Matmul
+                };
                 match self.matmul_dims(g, n, &op) {
                     Some(d) => {
                         let f = 2 * d.batch * d.m * d.n * d.k;
