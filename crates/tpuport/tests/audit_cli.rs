@@ -93,6 +93,13 @@ fn cannot_run_exits_2_with_one_line() {
     let st = dir.path().join("w.safetensors");
     std::fs::write(&st, b"\x02\x00\x00\x00\x00\x00\x00\x00{}").unwrap();
     rejected(&[st.to_str().unwrap()], &["not a computation graph"]);
+    let big = dir.path().join("big.mlir");
+    std::fs::write(
+        &big,
+        "module @m {\n  func.func public @main(%arg0: tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32> {\n    %0 = stablehlo.dot_general %arg0, %arg0, contracting_dims = [1] x [0] : (tensor<4294967296x4294967296xf32>, tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32>\n    return %0 : tensor<4294967296x4294967296xf32>\n  }\n}\n",
+    )
+    .unwrap();
+    rejected(&[big.to_str().unwrap()], &["big.mlir", "too large to audit"]);
     let bc = common::fixtures().join("jax/mlp_b1/export.mlirbc");
     rejected(&[bc.to_str().unwrap()], &["export.mlirbc", "bytecode"]);
 }

@@ -122,6 +122,22 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             }
         );
     }
+    // Hostile or absurd shapes: refuse values beyond 2^40 elements (4 TiB of f32) instead of
+    // producing meaningless saturated figures.
+    for g in std::iter::once(&model.graph).chain(model.functions.iter()) {
+        for v in &g.values {
+            if let Some(shape) = &v.ty.shape
+                && shape.is_static()
+                && shape.elements().map_or(true, |e| e > 1 << 40)
+            {
+                anyhow::bail!(
+                    "{}: value `{}` has shape {shape}, more than 2^40 elements: too large to audit",
+                    a.model.display(),
+                    v.name
+                );
+            }
+        }
+    }
     let mut symbols: Vec<String> = Vec::new();
     for i in &model.graph.inputs {
         if let Some(shape) = &model.graph.value(*i).ty.shape {
