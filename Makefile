@@ -109,3 +109,9 @@ bench-audit: fixtures build
 
 clean-fixtures:
 	rm -rf $(FIX_LINK) $(FIX_DIR)
+
+# Regenerates the small committed models under crates/tpuport-analysis/tests/data/findings/
+# (audit finding fixtures); not part of `make test`, the files are committed.
+.PHONY: findings-fixtures
+findings-fixtures: venv
+	$(VPY) scripts/findings_fixtures.py

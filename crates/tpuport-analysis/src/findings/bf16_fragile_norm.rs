@@ -104,21 +104,21 @@ impl Rule for Bf16FragileNorm {
     }
 }
 
-/// A square root of a mean / sum reduction (possibly plus epsilon): a variance or RMS.
+/// A square root of a mean / sum reduction, possibly scaled and plus epsilon: a variance or
+/// an RMS (`rsqrt(sum(x²) / n + eps)`).
 fn is_stat(g: &tpuport_model::Graph, n: &tpuport_model::Node) -> bool {
-    let Some(p) = input(n, 0).and_then(|v| source(g, v)) else { return false };
-    let p = if matches!(short_op(p).as_str(), "add") {
-        [0, 1].iter().filter_map(|i| input(p, *i).and_then(|v| source(g, v))).find(|q| is_reduce(q))
-    } else {
-        Some(p)
-    };
-    let Some(p) = p else { return false };
-    if is_reduce(p) {
-        return true;
+    let mut frontier: Vec<&tpuport_model::Node> = input(n, 0).and_then(|v| source(g, v)).into_iter().collect();
+    for _ in 0..3 {
+        if frontier.iter().any(|p| is_reduce(p)) {
+            return true;
+        }
+        frontier = frontier
+            .iter()
+            .filter(|p| matches!(short_op(p).as_str(), "add" | "multiply" | "divide" | "mul" | "div"))
+            .flat_map(|p| [0, 1].into_iter().filter_map(|i| input(p, i).and_then(|v| source(g, v))))
+            .collect();
     }
-    // mean = sum * (1/n) or sum / n
-    matches!(short_op(p).as_str(), "multiply" | "divide" | "mul" | "div")
-        && [0, 1].iter().any(|i| input(p, *i).and_then(|v| source(g, v)).is_some_and(is_reduce))
+    false
 }
 
 fn is_reduce(n: &tpuport_model::Node) -> bool {

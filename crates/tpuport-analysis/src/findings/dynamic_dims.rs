@@ -8,9 +8,10 @@ use super::{Ctx, Rule, Sink};
 
 finding_rule! {
     /// ## What it finds
-    /// Symbolic (dynamic) dimensions in the model's input or output signature other than the
-    /// leading batch dimension: sequence lengths, image sizes, anonymous `?` dims. The leading
-    /// dimension of an input counts as the batch, which `--batch` binds.
+    /// Symbolic (dynamic) dimensions of the model's inputs other than the leading batch
+    /// dimension: sequence lengths, image sizes, anonymous `?` dims. The leading dimension of
+    /// an input counts as the batch, which `--batch` binds. (Outputs whose size depends on the
+    /// data are AUD101.)
     ///
     /// ## Why it hurts on TPU
     /// XLA compiles one program per concrete shape. Every new value of a free dimension (each
@@ -40,12 +41,12 @@ impl Rule for DynamicDims {
         }
         // symbol -> values using it at a non-batch position
         let mut free: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (v, is_input) in g.inputs.iter().map(|v| (v, true)).chain(g.outputs.iter().map(|v| (v, false))) {
+        for v in &g.inputs {
             let val = g.value(*v);
             let Some(shape) = val.ty.shape.as_ref() else { continue };
             for (k, d) in shape.0.iter().enumerate() {
                 let Dim::Sym(s) = d else { continue };
-                let is_batch = (k == 0 && (is_input || batch.contains(s))) || (s != "?" && batch.contains(s));
+                let is_batch = k == 0 || (s != "?" && batch.contains(s));
                 if is_batch {
                     continue;
                 }

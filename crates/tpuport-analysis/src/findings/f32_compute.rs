@@ -9,8 +9,9 @@ use crate::workload::Workload;
 finding_rule! {
     /// ## What it finds
     /// Models whose matmul / convolution / attention FLOPs run mostly in float32: the share of
-    /// MXU FLOPs with f32 operands is at least `f32_share` (default 50 %). The finding names
-    /// the largest f32 ops.
+    /// MXU FLOPs with f32 operands is at least `f32_share` (default 50 %); when unbound dims
+    /// leave the FLOPs unknown, the share of matmul / conv ops (of those with a known type). The finding names the largest
+    /// f32 ops.
     ///
     /// ## Why it hurts on TPU
     /// The MXU multiplies bf16. At default precision XLA already runs f32 matmuls as bf16
@@ -36,22 +37,29 @@ impl Rule for F32Compute {
     fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>) {
         let report = cost::analyze(cx.model);
         let mxu = |o: &&cost::OpCost| matches!(o.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention);
-        let total: u64 = report.ops.iter().filter(mxu).map(|o| o.mxu_flops).sum();
-        let mut f32_ops: Vec<&cost::OpCost> =
-            report.ops.iter().filter(mxu).filter(|o| o.dtype == Some(DType::F32)).collect();
+        let all: Vec<&cost::OpCost> = report.ops.iter().filter(mxu).collect();
+        let mut f32_ops: Vec<&cost::OpCost> = all.iter().copied().filter(|o| o.dtype == Some(DType::F32)).collect();
+        let total: u64 = all.iter().map(|o| o.mxu_flops).sum();
         let f32_flops: u64 = f32_ops.iter().map(|o| o.mxu_flops).sum();
-        if total == 0 || f32_flops == 0 {
+        if f32_ops.is_empty() {
             return;
         }
+        // With unbound symbolic dims the FLOPs are unknown: fall back to the share of ops.
+        let by_flops = total > 0;
+        let typed = all.iter().filter(|o| o.dtype.is_some()).count().max(1);
         #[allow(clippy::cast_precision_loss, reason = "a share")]
-        let share = f32_flops as f64 / total as f64;
+        let share = if by_flops { f32_flops as f64 / total as f64 } else { f32_ops.len() as f64 / typed as f64 };
         if share < cx.opts.f32_share {
             return;
         }
         f32_ops.sort_by_key(|o| std::cmp::Reverse(o.mxu_flops));
         let nodes = f32_ops.iter().map(|o| o.node.clone()).collect();
         #[allow(clippy::cast_precision_loss, reason = "display")]
-        let gflop = f32_flops as f64 / 1e9;
+        let what = if by_flops {
+            format!("{:.0} % of the matmul/conv FLOPs ({:.3} GFLOP per step at the model's shapes, {} op(s))", share * 100.0, f32_flops as f64 / 1e9, f32_ops.len())
+        } else {
+            format!("{} of {typed} matmul/conv ops with a known type (FLOPs unknown: unbound dims)", f32_ops.len())
+        };
         let fix = if cx.opts.workload == Workload::Infer {
             "cast weights and activations to bf16 with f32 accumulation; keep softmax/norms in f32 and compare outputs"
         } else {
@@ -59,11 +67,7 @@ impl Rule for F32Compute {
         };
         sink.emit(
             "f32 matmul / conv compute could be bf16".to_owned(),
-            format!(
-                "{:.0} % of the matmul/conv FLOPs ({gflop:.3} GFLOP per step at the model's shapes, {} op(s)) run in f32; the MXU is a bf16 unit, so f32 costs twice the HBM traffic (six passes at HIGHEST precision)",
-                share * 100.0,
-                f32_ops.len()
-            ),
+            format!("{what} run in f32; the MXU is a bf16 unit, so f32 costs twice the HBM traffic (six passes at HIGHEST precision)"),
             nodes,
             fix,
         );
