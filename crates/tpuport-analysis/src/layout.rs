@@ -83,6 +83,10 @@ pub struct ChipLayout {
     pub operands_padded: u64,
     /// FLOP-weighted MXU utilization over all matmuls / convs after padding.
     pub mxu_utilization: f64,
+    /// Every weight, in graph order.
+    pub tensors: Vec<TensorPadding>,
+    /// Every matmul / conv, in execution order.
+    pub matmuls: Vec<MatmulLayout>,
     /// Matmuls wasting the most MXU work, worst first.
     pub worst_matmuls: Vec<MatmulLayout>,
     /// Tensors wasting the most bytes to padding, worst first.
@@ -273,6 +277,8 @@ pub fn analyze(
             operands_logical: 0,
             operands_padded: 0,
             mxu_utilization: 0.0,
+            tensors: Vec::new(),
+            matmuls: Vec::new(),
             worst_matmuls: Vec::new(),
             worst_tensors: Vec::new(),
             stored_kernel_extra_bytes: 0,
@@ -308,6 +314,7 @@ pub fn analyze(
                 padded_bytes: p.padded_bytes,
             });
         }
+        cl.tensors.clone_from(&tensors);
         tensors.sort_by(|a, b| {
             (b.padded_bytes - b.logical_bytes).cmp(&(a.padded_bytes - a.logical_bytes))
         });
@@ -355,6 +362,7 @@ pub fn analyze(
             });
         }
         cl.mxu_utilization = if total > 0.0 { useful / total } else { 1.0 };
+        cl.matmuls.clone_from(&mms);
         mms.sort_by_key(|m| std::cmp::Reverse(m.wasted_flops));
         mms.retain(|m| m.wasted_flops > 0);
         mms.truncate(WORST);
