@@ -106,6 +106,12 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     assert!((mm.utilization - 10.0 / 128.0).abs() < 1e-12);
     assert!(mm.fix.as_deref().unwrap().starts_with("n=10"), "{:?}", mm.fix);
     assert_eq!(l5.worst_tensors[0].name, "fc.weight");
+    // Every weight and every matmul is listed, not only the worst.
+    let names: Vec<&str> = l5.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["fc.weight", "fc.bias"]);
+    assert_eq!(l5.tensors[1].padded_shape, vec![2, 128]);
+    assert_eq!(l5.matmuls.len(), 1);
+    assert_eq!(l5.matmuls[0].operand_bytes, [(8 * 512 + 512 * 10) * 4, (8 * 512 + 512 * 128) * 4]);
     assert_eq!(l5.worst_tensors[0].padded_shape, vec![512, 128]);
     // v6e's 256-wide MXU: n pads to 256, k=512 is already a multiple.
     assert_eq!(l.chips[1].worst_matmuls[0].padded, [8, 512, 256]);
