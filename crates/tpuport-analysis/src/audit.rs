@@ -60,6 +60,35 @@ pub struct AuditFinding {
     pub fix: Option<String>,
 }
 
+impl From<crate::findings::Finding> for AuditFinding {
+    fn from(f: crate::findings::Finding) -> Self {
+        use crate::findings::Severity;
+        AuditFinding {
+            code: f.code.to_owned(),
+            severity: match f.severity {
+                Severity::Info => Level::Info,
+                Severity::Warning => Level::Warning,
+                Severity::Error => Level::Error,
+            },
+            title: f.title,
+            message: f.message,
+            nodes: f.nodes,
+            fix: f.fix,
+        }
+    }
+}
+
+/// Runs the support / risk findings pass for an audit.
+#[must_use]
+pub fn findings(model: &Model, opts: &AuditOptions) -> Vec<AuditFinding> {
+    let fo = crate::findings::FindingOptions {
+        workload: opts.workload,
+        batch: opts.batch,
+        ..crate::findings::FindingOptions::default()
+    };
+    crate::findings::check(model, &fo).into_iter().map(AuditFinding::from).collect()
+}
+
 /// Model facts.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelFacts {
@@ -241,7 +270,12 @@ pub fn audit(
     let mxu_ops = cost
         .ops
         .iter()
-        .filter(|o| matches!(o.class, cost::OpClass::Matmul | cost::OpClass::Conv))
+        .filter(|o| {
+            matches!(
+                o.class,
+                cost::OpClass::Matmul | cost::OpClass::Conv | cost::OpClass::Attention
+            )
+        })
         .count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
     let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));
@@ -405,14 +439,16 @@ pub fn audit(
         .iter()
         .filter(|v| matches!(v.kind, tpuport_model::ValueKind::Weight(_)))
         .any(|v| v.ty.dtype == Some(DType::F32));
-    if f32_weights {
+    // The findings pass's f32-compute finding (AUD401) says the same with figures.
+    let f32_finding = findings.iter().any(|f| f.code == "AUD401");
+    if f32_weights && !f32_finding {
         fixes.push(Fix {
             source: "dtype".into(),
             code: None,
             text: "weights are f32: serve / train in bf16 (halves HBM and bandwidth; the MXU computes in bf16 anyway)".into(),
         });
     }
-    for f in findings.iter().filter(|f| f.severity == Level::Warning) {
+    for f in findings.iter().filter(|f| f.severity <= Level::Warning) {
         fixes.push(Fix {
             source: "finding".into(),
             code: Some(f.code.clone()),

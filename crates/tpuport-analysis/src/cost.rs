@@ -38,7 +38,8 @@ pub enum OpClass {
     Matmul,
     /// Convolution on the MXU.
     Conv,
-    /// A fused attention op (ONNX `Attention`): two batched matmuls and a softmax.
+    /// Attention: an ONNX `Attention` op, or a matmul of two values computed in the step (scores
+    /// `Q·Kᵀ`, context `P·V`).
     Attention,
     /// Reductions and pooling.
     Reduction,
@@ -186,13 +187,18 @@ struct Cx<'m> {
     unknown_ops: BTreeMap<String, u64>,
 }
 
+/// Saturating product (hostile shapes must not overflow).
+pub(crate) fn sat(xs: &[u64]) -> u64 {
+    xs.iter().fold(1u64, |a, &x| a.saturating_mul(x))
+}
+
 /// Static shape of a value.
 pub(crate) fn shape(g: &Graph, v: ValueId) -> Option<Vec<u64>> {
     g.values.get(v.0 as usize)?.ty.shape.as_ref()?.as_fixed()
 }
 
 fn elems(g: &Graph, v: ValueId) -> Option<u64> {
-    shape(g, v).map(|s| s.iter().product())
+    shape(g, v).map(|s| sat(&s))
 }
 
 pub(crate) fn vbytes(g: &Graph, v: ValueId) -> Option<u64> {
@@ -441,14 +447,15 @@ fn valid_taps(
     pad_lo: i64,
     lhs_dilation: u64,
 ) -> u64 {
-    let dilated_in = if input == 0 { 0 } else { (input - 1) * lhs_dilation + 1 };
+    let dilated_in =
+        if input == 0 { 0 } else { (input - 1).saturating_mul(lhs_dilation).saturating_add(1) };
+    let (dilated_in, lhs) = (i128::from(dilated_in), i128::from(lhs_dilation));
     let mut n = 0u64;
     for o in 0..output {
         for k in 0..kernel {
-            #[allow(clippy::cast_possible_wrap, reason = "sizes far below i64::MAX")]
-            let pos = (o * stride + k * dilation) as i64 - pad_lo;
-            #[allow(clippy::cast_sign_loss, reason = "checked non-negative")]
-            if pos >= 0 && (pos as u64) < dilated_in && (pos as u64).is_multiple_of(lhs_dilation) {
+            let pos = i128::from(o) * i128::from(stride) + i128::from(k) * i128::from(dilation)
+                - i128::from(pad_lo);
+            if pos >= 0 && pos < dilated_in && pos % lhs.max(1) == 0 {
                 n += 1;
             }
         }
@@ -474,15 +481,15 @@ impl ConvGeom {
             .map(|&(i, k, o, s, d, p, l)| {
                 // Long axes: the count is separable, but O(o·k) is cheap for real sizes; bound it.
                 if o.saturating_mul(k) > 50_000_000 {
-                    o * k
+                    o.saturating_mul(k)
                 } else {
                     valid_taps(i, k, o, s, d, p, l)
                 }
             })
             .product();
         let kernel: u64 = self.axes.iter().map(|a| a.1).product();
-        let xla = 2 * self.batch * self.cout * self.cin_per_group * taps;
-        let dense = 2 * self.out_elems * self.cin_per_group * kernel;
+        let xla = sat(&[2, self.batch, self.cout, self.cin_per_group, taps]);
+        let dense = sat(&[2, self.out_elems, self.cin_per_group, kernel]);
         (xla, dense)
     }
 }
@@ -617,14 +624,25 @@ impl Cx<'_> {
             }
             "dot_general" | "dot" | "matmul" | "gemm" | "matmulinteger" | "qlinearmatmul"
             | "fusedmatmul" => {
-                c.class = OpClass::Matmul;
+                // Both operands computed in this step (neither a weight nor an argument): the
+                // score / context products of attention.
+                let computed = |v: Option<ValueId>| {
+                    v.is_some_and(|v| {
+                        g.value(v).kind == ValueKind::Intermediate && !konst.contains(&v)
+                    })
+                };
+                c.class = if computed(in0) && computed(input(n, 1)) {
+                    OpClass::Attention
+                } else {
+                    OpClass::Matmul
+                };
                 match self.matmul_dims(g, n, &op) {
                     Some(d) => {
-                        let f = 2 * d.batch * d.m * d.n * d.k;
+                        let f = sat(&[2, d.batch, d.m, d.n, d.k]);
                         c.flops = f;
                         c.mxu_flops = f;
                         if op == "gemm" && input(n, 2).is_some() {
-                            c.flops += d.m * d.n;
+                            c.flops = c.flops.saturating_add(d.m.saturating_mul(d.n));
                         }
                         c.matmul = Some(d);
                     }
@@ -661,7 +679,7 @@ impl Cx<'_> {
                 match (in0.and_then(|v| elems(g, v)), w) {
                     (Some(ie), Some(w)) if w.len() >= 2 => {
                         let kernel: u64 = w[2..].iter().product();
-                        let f = 2 * ie * w[1] * kernel;
+                        let f = sat(&[2, ie, w[1], kernel]);
                         c.flops = f;
                         c.mxu_flops = f;
                     }
@@ -677,11 +695,11 @@ impl Cx<'_> {
                     (Some(q), Some(k)) if q.len() >= 3 && k.len() >= 3 => {
                         let q_elems: u64 = q.iter().product();
                         let skv = k[k.len() - 2];
-                        let f = 4 * q_elems * skv;
+                        let f = sat(&[4, q_elems, skv]);
                         let heads = if q.len() == 4 { q[1] } else { 1 };
-                        let scores = q[..q.len() - 1].iter().product::<u64>() * skv;
+                        let scores = sat(&q[..q.len() - 1]).saturating_mul(skv);
                         let _ = heads;
-                        c.flops = f + 4 * scores;
+                        c.flops = f.saturating_add(scores.saturating_mul(4));
                         c.mxu_flops = f;
                         c.transcendentals = scores;
                     }
@@ -692,7 +710,7 @@ impl Cx<'_> {
                 c.class = OpClass::Reduction;
                 let body = self.body_flops(n);
                 match (in0.and_then(|v| elems(g, v)), out_elems) {
-                    (Some(i), Some(o)) => c.flops = i.saturating_sub(o) * body,
+                    (Some(i), Some(o)) => c.flops = i.saturating_sub(o).saturating_mul(body),
                     _ => c.note = Some(unknown.to_owned()),
                 }
             }
@@ -703,14 +721,14 @@ impl Cx<'_> {
                     .map(|w| w.iter().map(|&x| u64::try_from(x).unwrap_or(1)).product())
                     .unwrap_or(1);
                 match out_elems {
-                    Some(o) => c.flops = o * window.saturating_sub(1) * body,
+                    Some(o) => c.flops = sat(&[o, window.saturating_sub(1), body]),
                     None => c.note = Some(unknown.to_owned()),
                 }
             }
             "select_and_scatter" | "scatter" | "scatternd" | "scatterelements" => {
                 c.class = OpClass::Reduction;
                 let upd = n.inputs.iter().flatten().last().and_then(|v| elems(g, *v));
-                c.flops = upd.unwrap_or(0) * self.body_flops(n).max(1);
+                c.flops = upd.unwrap_or(0).saturating_mul(self.body_flops(n).max(1));
             }
             "sort" | "topk" => {
                 c.class = OpClass::Reduction;
@@ -746,7 +764,8 @@ impl Cx<'_> {
                     .unwrap_or(1);
                 match out_elems {
                     Some(o) => {
-                        c.flops = o * k.saturating_sub(1) + if op == "averagepool" { o } else { 0 }
+                        c.flops = o.saturating_mul(k.saturating_sub(1))
+                            + if op == "averagepool" { o } else { 0 }
                     }
                     None => c.note = Some(unknown.to_owned()),
                 }
@@ -1125,6 +1144,12 @@ mod tests {
         // Stride 2, pad 3, kernel 7 on 224 -> 112 (ResNet stem).
         let t = valid_taps(224, 7, 112, 2, 1, 3, 1);
         assert!(t < 112 * 7 && t > 112 * 7 - 12);
+    }
+
+    #[test]
+    fn hostile_sizes_saturate() {
+        assert_eq!(sat(&[u64::MAX, 2]), u64::MAX);
+        assert_eq!(valid_taps(u64::MAX, 1, 1, u64::MAX, 1, i64::MIN, u64::MAX), 0);
     }
 
     #[test]

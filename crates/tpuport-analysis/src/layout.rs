@@ -321,7 +321,7 @@ pub fn analyze(
         let mut total = 0f64;
         let mut mms = Vec::new();
         for op in &cost.ops {
-            if !matches!(op.class, OpClass::Matmul | OpClass::Conv) {
+            if !matches!(op.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention) {
                 continue;
             }
             let Some(d) = &op.matmul else { continue };

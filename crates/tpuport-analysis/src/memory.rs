@@ -456,6 +456,23 @@ pub struct Footprint {
     pub training: Vec<TrainingMemory>,
 }
 
+/// Per-device memory of a partitioned module (`mhlo.num_partitions > 1`), from the argument and
+/// result sharding annotations (`sdy.sharding` over the module's `sdy.mesh`, or GSPMD
+/// `mhlo.sharding`); intermediates are assumed evenly split over the partitions.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PerDevice {
+    /// Partitions (devices) the program runs on.
+    pub partitions: u64,
+    /// Argument bytes per device.
+    pub arguments: u64,
+    /// Result bytes per device.
+    pub outputs: u64,
+    /// Peak intermediate bytes (results excluded) over the partitions.
+    pub temps: u64,
+    /// Sum.
+    pub total: u64,
+}
+
 /// The memory pass's result.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct MemoryReport {
@@ -469,6 +486,8 @@ pub struct MemoryReport {
     pub params: u64,
     /// How parameters were told from data inputs.
     pub params_rule: String,
+    /// Per-device figures of a partitioned StableHLO module.
+    pub per_device: Option<PerDevice>,
     /// Names of the parameters (not serialized: long).
     #[serde(skip)]
     pub param_names: Vec<String>,
@@ -657,6 +676,7 @@ pub fn analyze(
     let logical = |v: &FValue| v.bytes;
     let tlog = |s: &[u64], d: DType| d.storage_bytes(s.iter().product()).unwrap_or(0);
     let (f, at) = footprint(&logical, &tlog);
+    report.per_device = per_device(model, &flat, f.peak_activations);
     report.logical = f;
     report.peak_at = at;
     for chip in chips {
@@ -672,6 +692,109 @@ pub fn analyze(
         report.notes.push("some values have no static shape: they count as 0 bytes (bind dims with --batch / --dim)".to_owned());
     }
     report
+}
+
+/// Mesh axis sizes from the module's `sdy.mesh` op text (`#sdy.mesh<["x"=8, "y"=2]>`).
+fn mesh_axes(model: &Model) -> HashMap<String, u64> {
+    let mut out = HashMap::new();
+    for (k, v) in &model.metadata.properties {
+        if k != "mlir.module_op" || !v.contains("sdy.mesh") {
+            continue;
+        }
+        let Some(start) = v.find("#sdy.mesh<[") else { continue };
+        let rest = &v[start + 11..];
+        let body = &rest[..rest.find(']').unwrap_or(rest.len())];
+        for item in body.split(',') {
+            if let Some((name, size)) = item.split_once('=') {
+                let name = name.trim().trim_matches('"').to_owned();
+                if let Ok(n) = size.trim().parse::<u64>() {
+                    out.insert(name, n);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How many pieces each dimension is split into, from a sharding annotation; `None` when
+/// there is no annotation or it cannot be read (treated as replicated).
+fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option<Vec<u64>> {
+    if let Some(i) = attr.find('[')
+        && attr.contains("#sdy.sharding")
+    {
+        // [{}, {"x"}, {"x", "y"}]: per dim, the product of its axes' sizes.
+        let body = &attr[i + 1..attr.rfind(']')?];
+        let dims: Vec<u64> = body
+            .split('}')
+            .filter(|d| d.contains('{'))
+            .map(|d| {
+                d.split('"')
+                    .enumerate()
+                    .filter(|(k, _)| k % 2 == 1)
+                    .map(|(_, axis)| mesh.get(axis).copied().unwrap_or(1))
+                    .product()
+            })
+            .collect();
+        return (dims.len() == rank).then_some(dims);
+    }
+    if attr.contains("replicated") || attr.contains("maximal") {
+        return Some(vec![1; rank]);
+    }
+    // GSPMD: {devices=[a,b,...]<=[n]} (a trailing extra dim with last_tile_dim_replicate).
+    let i = attr.find("devices=[")?;
+    let rest = &attr[i + 9..];
+    let tiles: Vec<u64> =
+        rest[..rest.find(']')?].split(',').filter_map(|t| t.trim().parse().ok()).collect();
+    (tiles.len() >= rank).then(|| tiles[..rank].to_vec())
+}
+
+fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDevice> {
+    let parts: u64 = model
+        .metadata
+        .properties
+        .iter()
+        .find(|(k, _)| k == "mhlo.num_partitions")?
+        .1
+        .split(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    if parts <= 1 {
+        return None;
+    }
+    let mesh = mesh_axes(model);
+    let g = &model.graph;
+    let shard = |key: &str, v: tpuport_model::ValueId| -> u64 {
+        let val = g.value(v);
+        let full = val.ty.byte_size().unwrap_or(0);
+        let Some(shape) = val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed) else {
+            return full;
+        };
+        let attr = g
+            .attrs
+            .iter()
+            .find(|(k, _)| {
+                k == &format!("{key}:sdy.sharding") || k == &format!("{key}:mhlo.sharding")
+            })
+            .and_then(|(_, a)| a.as_str());
+        let Some(f) = attr.and_then(|a| split_factors(a, shape.len(), &mesh)) else { return full };
+        let elems: u64 = shape.iter().zip(&f).map(|(d, k)| d.div_ceil((*k).max(1))).product();
+        val.ty.dtype.and_then(|d| d.storage_bytes(elems)).unwrap_or(full)
+    };
+    let arguments: u64 =
+        g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)).sum();
+    let outputs: u64 =
+        g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)).sum();
+    let out_full: u64 = flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes).sum();
+    let temps = peak_activations.saturating_sub(out_full).div_ceil(parts);
+    Some(PerDevice {
+        partitions: parts,
+        arguments,
+        outputs,
+        temps,
+        total: arguments + outputs + temps,
+    })
 }
 
 fn model_input(model: &Model, name: &str) -> bool {

@@ -93,6 +93,13 @@ fn cannot_run_exits_2_with_one_line() {
     let st = dir.path().join("w.safetensors");
     std::fs::write(&st, b"\x02\x00\x00\x00\x00\x00\x00\x00{}").unwrap();
     rejected(&[st.to_str().unwrap()], &["not a computation graph"]);
+    let big = dir.path().join("big.mlir");
+    std::fs::write(
+        &big,
+        "module @m {\n  func.func public @main(%arg0: tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32> {\n    %0 = stablehlo.dot_general %arg0, %arg0, contracting_dims = [1] x [0] : (tensor<4294967296x4294967296xf32>, tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32>\n    return %0 : tensor<4294967296x4294967296xf32>\n  }\n}\n",
+    )
+    .unwrap();
+    rejected(&[big.to_str().unwrap()], &["big.mlir", "too large to audit"]);
     let bc = common::fixtures().join("jax/mlp_b1/export.mlirbc");
     rejected(&[bc.to_str().unwrap()], &["export.mlirbc", "bytecode"]);
 }
@@ -131,4 +138,29 @@ print(json.dumps({'flops': ca['flops'], 'transcendentals': ca['transcendentals']
     assert!((ours - want).abs() / want < 0.001, "tpuport {ours} vs XLA {want}");
     let t = r["cost"]["totals"]["transcendentals"].as_f64().unwrap();
     assert_eq!(t, 4.0 * xla["transcendentals"].as_f64().unwrap());
+}
+
+/// BERT bound for the batch only: the sequence dim stays symbolic, a recompilation risk the
+/// findings pass reports as a warning (AUD102). `--fail-on warning` exits 1, `--fail-on error`
+/// and the default exit 0; the report is written either way.
+#[test]
+fn fail_on_threshold_sets_exit_code_1() {
+    let bert = common::fixtures().join("torch/bert_base/dynamo.onnx");
+    let b = bert.to_str().unwrap();
+    let run = |fail_on: &[&str]| {
+        let mut args = vec!["--format", "json", "audit", b, "--batch", "1"];
+        args.extend_from_slice(fail_on);
+        tpuport(&args)
+    };
+    let o = run(&["--fail-on", "warning"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let r: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let codes: Vec<&str> =
+        r["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"AUD102"), "{codes:?}");
+    assert!(o.stderr.contains("unbound symbolic dims (sequence)"), "{}", o.stderr);
+    assert_eq!(run(&["--fail-on", "error"]).code, 0);
+    assert_eq!(run(&[]).code, 0);
+    // Fully bound: no warning left, so `--fail-on warning` passes.
+    assert_eq!(run(&["--dim", "sequence=128", "--fail-on", "warning"]).code, 0);
 }

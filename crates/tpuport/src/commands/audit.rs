@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use tpuport_analysis::audit::{self, AuditFinding, AuditOptions, AuditReport, Level};
+use tpuport_analysis::audit::{self, AuditOptions, AuditReport, Level};
 use tpuport_analysis::{Optimizer, Workload};
 use tpuport_formats::ImportOptions;
 use tpuport_model::Shape;
@@ -89,12 +89,6 @@ fn parse_optimizer(s: &str) -> Result<Optimizer, String> {
     s.parse()
 }
 
-/// The findings pass's output in the report's form.
-fn findings(model: &tpuport_model::Model, a: &AuditArgs) -> Vec<AuditFinding> {
-    let _ = (model, a);
-    Vec::new()
-}
-
 pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     if a.batch == Some(0) {
         anyhow::bail!("--batch must be at least 1");
@@ -128,6 +122,22 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             }
         );
     }
+    // Hostile or absurd shapes: refuse values beyond 2^40 elements (4 TiB of f32) instead of
+    // producing meaningless saturated figures.
+    for g in std::iter::once(&model.graph).chain(model.functions.iter()) {
+        for v in &g.values {
+            if let Some(shape) = &v.ty.shape
+                && shape.is_static()
+                && shape.elements().map_or(true, |e| e > 1 << 40)
+            {
+                anyhow::bail!(
+                    "{}: value `{}` has shape {shape}, more than 2^40 elements: too large to audit",
+                    a.model.display(),
+                    v.name
+                );
+            }
+        }
+    }
     let mut symbols: Vec<String> = Vec::new();
     for i in &model.graph.inputs {
         if let Some(shape) = &model.graph.value(*i).ty.shape {
@@ -146,14 +156,10 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         ));
     }
     let t1 = Instant::now();
-    let found = findings(&model, a);
-    let report = audit::audit(
-        &a.model.display().to_string(),
-        &model,
-        &catalog,
-        &AuditOptions { workload: a.workload, optimizer: a.optimizer, batch: a.batch, slice },
-        found,
-    );
+    let aopts =
+        AuditOptions { workload: a.workload, optimizer: a.optimizer, batch: a.batch, slice };
+    let found = audit::findings(&model, &aopts);
+    let report = audit::audit(&a.model.display().to_string(), &model, &catalog, &aopts, found);
     if a.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         p.note(&format!(
@@ -254,7 +260,8 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
     );
     let errors = r.findings.iter().filter(|f| f.severity == Level::Error).count();
     let warnings = r.findings.iter().filter(|f| f.severity == Level::Warning).count();
-    let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings");
+    let infos = r.findings.len() - errors - warnings;
+    let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings, {infos} info");
     if r.summary.top_fixes.is_empty() {
         let _ = writeln!(o, "  nothing to fix");
     } else {
@@ -273,8 +280,11 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
             let _ = writeln!(o, "  {sev:<7} {}  {}", f.code, f.title);
+            let _ = writeln!(o, "          {}", f.message);
             if !f.nodes.is_empty() {
-                let _ = writeln!(o, "          nodes: {}", f.nodes.join(", "));
+                let shown: Vec<&str> = f.nodes.iter().take(3).map(String::as_str).collect();
+                let more = if f.nodes.len() > 3 { ", …" } else { "" };
+                let _ = writeln!(o, "          nodes: {}{more}", shown.join(", "));
             }
             if let Some(fx) = &f.fix {
                 let _ = writeln!(o, "          fix: {fx}");
@@ -319,6 +329,17 @@ pub(crate) fn render_text(r: &AuditReport) -> String {
         bytes(l.peak_activations),
         shorten(&r.memory.peak_at, 40)
     );
+    if let Some(d) = &r.memory.per_device {
+        let _ = writeln!(
+            o,
+            "  per device ({} partitions, from the sharding annotations): {} = arguments {} + outputs {} + temporaries {}",
+            d.partitions,
+            bytes(d.total),
+            bytes(d.arguments),
+            bytes(d.outputs),
+            bytes(d.temps)
+        );
+    }
     if !l.training.is_empty() {
         let mut tab = Table::new(
             &["training", "weights", "grads", "optimizer", "activations", "total", "with remat"],
@@ -485,7 +506,8 @@ mod tests {
         let model = tpuport_formats::open(&path, &ImportOptions::default()).unwrap();
         let catalog = tpuport_hw::Catalog::builtin();
         let opts = AuditOptions { workload, optimizer: Optimizer::AdamW, batch: None, slice: None };
-        audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, Vec::new())
+        let found = audit::findings(&model, &opts);
+        audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, found)
     }
 
     #[test]
