@@ -185,3 +185,41 @@ fn registry_is_complete_and_documented() {
     assert!("fatal".parse::<Severity>().is_err());
     assert_eq!(serde_json::to_value(Severity::Error).unwrap(), "error");
 }
+
+#[test]
+fn shared_fixture_set_raises_only_advice() {
+    // The generated JAX and small ONNX fixtures all compile and run on XLA: nothing above
+    // `info` may fire on them (no false errors from sharding custom calls, shape-polymorphic
+    // dynamic ops, Loop/If subgraphs or ONNX functions), and nothing panics.
+    let mut paths = Vec::new();
+    for e in std::fs::read_dir(tpuport_testkit::fixtures("jax")).unwrap() {
+        let d = e.unwrap().path();
+        for f in ["export.mlir", "jit.mlir"] {
+            if d.join(f).exists() {
+                paths.push(d.join(f));
+            }
+        }
+    }
+    for e in std::fs::read_dir(tpuport_testkit::fixtures("onnx_small")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "onnx") {
+            paths.push(p);
+        }
+    }
+    assert!(paths.len() >= 25, "fixture set incomplete: {}", paths.len());
+    let bad: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = paths
+            .iter()
+            .map(|p| {
+                s.spawn(move || {
+                    let f = run_at(p, &FindingOptions::default());
+                    let worse: Vec<_> =
+                        f.iter().filter(|x| x.severity > Severity::Info).map(|x| x.code).collect();
+                    (!worse.is_empty()).then(|| format!("{}: {worse:?}", p.display()))
+                })
+            })
+            .collect();
+        hs.into_iter().filter_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
