@@ -223,3 +223,79 @@ fn shared_fixture_set_raises_only_advice() {
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+#[test]
+fn hostile_shapes_and_deep_nesting_do_not_panic() {
+    use tpuport_model::{Graph, Model, ModelFormat, Node, Shape, TensorType, Value, ValueKind};
+    fn node(op: &str, inputs: Vec<tpuport_model::ValueId>, out: tpuport_model::ValueId) -> Node {
+        Node {
+            name: op.to_lowercase(),
+            op: op.into(),
+            domain: String::new(),
+            inputs: inputs.into_iter().map(Some).collect(),
+            outputs: vec![out],
+            attrs: vec![],
+            subgraphs: vec![],
+            location: None,
+        }
+    }
+    let huge =
+        TensorType::new(tpuport_model::DType::F32, Shape::fixed(&[1 << 40, 1 << 40, 1 << 40]));
+    let mut g = Graph::default();
+    let x = g.add_value(Value {
+        name: "x".into(),
+        ty: huge.clone(),
+        kind: ValueKind::Input,
+        producer: None,
+    });
+    g.inputs.push(x);
+    let mut prev = x;
+    for op in ["ReduceSum", "MatMul", "Exp", "TopK", "CumSum", "Softmax"] {
+        let y = g.add_value(Value {
+            name: format!("{op}_out"),
+            ty: huge.clone(),
+            kind: ValueKind::Intermediate,
+            producer: None,
+        });
+        let ins = if op == "MatMul" { vec![prev, prev] } else { vec![prev] };
+        g.add_node(node(op, ins, y));
+        prev = y;
+    }
+    g.outputs.push(prev);
+    // A Loop nested 200 deep (past the walker's depth bound).
+    let mut inner = Graph::default();
+    for _ in 0..200 {
+        let mut outer = Graph::default();
+        let o = outer.add_value(Value {
+            name: "o".into(),
+            ty: TensorType::default(),
+            kind: ValueKind::Intermediate,
+            producer: None,
+        });
+        let mut n = node("Loop", vec![], o);
+        n.subgraphs.push(("body".into(), inner));
+        outer.add_node(n);
+        inner = outer;
+    }
+    let mut m = Model::empty(ModelFormat::Onnx);
+    m.graph = g;
+    m.functions.push(inner);
+    // AUD401 is left out: it runs the cost pass (`cost::analyze`), which still overflows on
+    // such shapes in debug builds (cost.rs `sort`/`topk` FLOPs and `elems`); the rules here
+    // must not.
+    let opts = FindingOptions { ignore: vec!["aud401".into()], ..FindingOptions::default() };
+    let f = findings::check(&m, &opts);
+    assert!(codes(&f).contains("AUD103"), "{:?}", codes(&f));
+    assert!(!codes(&f).contains("AUD401"));
+}
+
+#[test]
+fn ignore_skips_codes_and_families() {
+    let all = codes(&run("softmax_bf16.mlir"));
+    assert!(all.contains("AUD402"), "{all:?}");
+    let opts = FindingOptions { ignore: vec!["AUD4".into()], ..FindingOptions::default() };
+    let c = codes(&run_at(&data("softmax_bf16.mlir"), &opts));
+    assert!(c.iter().all(|c| !c.starts_with("AUD4")), "{c:?}");
+    let opts = FindingOptions { ignore: vec![String::new()], ..FindingOptions::default() };
+    assert_eq!(codes(&run_at(&data("softmax_bf16.mlir"), &opts)), all);
+}
