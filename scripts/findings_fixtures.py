@@ -5,7 +5,7 @@ Writes crates/tpuport-analysis/tests/data/findings/{*.onnx,*.mlir}. ONNX models 
 the `onnx.helper` API; StableHLO ones by lowering small JAX functions (`jax.jit(f).lower(...)`),
 plus two hand-written MLIR modules for patterns JAX never emits (data-dependent dynamic shapes).
 Run with the project venv: `.venv/bin/python scripts/findings_fixtures.py` (`make findings-fixtures`).
-Deterministic: rerunning rewrites the same bytes (except JAX callback pointers).
+Deterministic: rerunning rewrites the same bytes.
 """
 import os
 import sys

@@ -104,9 +104,9 @@ pub(crate) fn shape(g: &Graph, v: ValueId) -> Option<Vec<u64>> {
     g.values.get(v.0 as usize)?.ty.shape.as_ref()?.as_fixed()
 }
 
-/// Element count of a value with a static shape.
+/// Element count of a value with a static shape (`None` when it overflows: hostile shapes).
 pub(crate) fn elems(g: &Graph, v: ValueId) -> Option<u64> {
-    shape(g, v).map(|s| s.iter().product())
+    shape(g, v)?.iter().try_fold(1u64, |a, d| a.checked_mul(*d))
 }
 
 /// The op producing a value in its graph.

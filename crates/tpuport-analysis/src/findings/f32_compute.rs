@@ -23,7 +23,7 @@ finding_rule! {
     /// ## What to do
     /// Inference: cast weights and activations to bf16, accumulate in f32
     /// (`preferred_element_type=jnp.float32`), keep softmax / norms / losses in f32 (see
-    /// AUD402–AUD404) and compare outputs with `tpuport compare`. Training: bf16 compute with
+    /// AUD402–AUD404) and check the outputs against the f32 model. Training: bf16 compute with
     /// f32 master weights and optimizer state (mixed precision; no loss scaling needed with
     /// bf16).
     ///

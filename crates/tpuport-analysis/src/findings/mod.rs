@@ -118,6 +118,8 @@ pub struct FindingOptions {
     pub f32_share: f64,
     /// ONNX lowering hook for AUD305 (ops tpuport cannot lower to StableHLO).
     pub onnx_lowering: Option<LoweringHook>,
+    /// Codes or code prefixes not to run (`AUD401`, `AUD4` for a family), case-insensitive.
+    pub ignore: Vec<String>,
 }
 
 impl Default for FindingOptions {
@@ -135,6 +137,7 @@ impl Default for FindingOptions {
             scatter_fraction: 0.05,
             f32_share: 0.5,
             onnx_lowering: None,
+            ignore: Vec::new(),
         }
     }
 }
@@ -281,6 +284,12 @@ pub fn check(model: &Model, opts: &FindingOptions) -> Vec<Finding> {
     let cx = Ctx::new(model, opts);
     let mut out = Vec::new();
     for (code, severity, f) in CHECKS {
+        let ignored = opts.ignore.iter().any(|p| {
+            code.get(..p.len()).is_some_and(|head| !p.is_empty() && head.eq_ignore_ascii_case(p))
+        });
+        if ignored {
+            continue;
+        }
         let mut sink = Sink::new(code, *severity, &mut out);
         f(&cx, &mut sink);
     }
