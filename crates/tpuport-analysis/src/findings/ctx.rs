@@ -337,3 +337,17 @@ pub(crate) fn is_low_precision(g: &Graph, n: &Node) -> bool {
         .and_then(|o| dtype(g, *o))
         .is_some_and(|d| matches!(d, DType::BF16 | DType::F16))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_counts_and_ints() {
+        assert_eq!(clean_loc(r#"loc("jit(f)/dot_general"(#loc3))"#), "jit(f)/dot_general");
+        assert_eq!(clean_loc("loc(#loc7)"), "#loc7");
+        assert_eq!(op_counts(&["A".into(), "B".into(), "A".into()]), "2 A, 1 B");
+        assert_eq!(parse_ints("dense<[[1, 2], [-3, 4]]> : tensor<2x2xi64>"), vec![1, 2, -3, 4]);
+        assert_eq!(parse_ints("array<i64: 1, 8192>"), vec![1, 8192]);
+    }
+}
