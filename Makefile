@@ -24,7 +24,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance lower-refs
+.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance lower-refs audit-refs bench-audit
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -78,6 +78,7 @@ bench: fixtures build
 	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 
 # ONNX backend test cases (onnx's node cases, built in memory by the onnx package, plus its
 # simple / pytorch-converted / pytorch-operator suites) written to a cache dir keyed by the onnx
@@ -116,5 +117,22 @@ fuzz:
 	@$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	bash scripts/fuzz.sh
 
+# FlopCounterMode reference counts for the audit acceptance test (crates/tpuport-analysis/tests/
+# audit_torch.rs), in their own cache dir keyed by the script's hash; a rerun is a no-op.
+AUDIT_REFS_HASH := $(shell sha256sum scripts/audit_refs.py 2>/dev/null | cut -c1-16)
+export TPUPORT_AUDIT_REFS := $(CACHE_ROOT)/audit-refs-$(AUDIT_REFS_HASH)
+audit-refs: venv
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/audit_refs.py)
+
+# `tpuport audit` on BERT-base ONNX vs a Python (onnx + numpy) baseline computing the same totals.
+bench-audit: fixtures build
+	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+
 clean-fixtures:
 	rm -rf $(FIX_LINK) $(FIX_DIR)
+
+# Regenerates the small committed models under crates/tpuport-analysis/tests/data/findings/
+# (audit finding fixtures); not part of `make test`, the files are committed.
+.PHONY: findings-fixtures
+findings-fixtures: venv
+	$(VPY) scripts/findings_fixtures.py

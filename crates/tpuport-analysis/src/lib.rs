@@ -2,5 +2,16 @@
 //!
 //! - [`inventory`]: what a file holds — signature, op histogram, parameters by dtype, largest
 //!   tensors, duplicate tensors, and how the file's count differs from the framework's.
+//! - [`findings`]: support and risk findings with stable codes (`AUDnnn`) and their docs.
+//! - [`workload`]: the workload kind (infer/train/finetune) and optimizer shared by the passes.
 
 pub mod inventory;
+pub mod workload;
+
+pub use workload::{Optimizer, Workload};
+pub mod audit;
+pub mod cost;
+pub mod findings;
+pub mod layout;
+pub mod memory;
+pub mod roofline;

@@ -60,6 +60,9 @@ pub(crate) enum Command {
     /// Show what a model, checkpoint or tensor file holds: format, producer, signature, ops,
     /// parameters.
     Inspect(commands::inspect::InspectArgs),
+    /// Audit a model before touching a TPU: FLOPs, tiling padding, memory, where it fits,
+    /// roofline estimates per generation, and support / risk findings.
+    Audit(commands::audit::AuditArgs),
     /// List PJRT plugins (path, API version, platform, devices) and Python framework versions.
     Doctor(commands::doctor::DoctorArgs),
     /// Execute a StableHLO module on a PJRT device with inputs from .npy files.

@@ -4,6 +4,7 @@
 //! audit findings, are added to [`registries`].
 
 use clap::Args;
+use tpuport_analysis::findings;
 use tpuport_lint::explain::{CodeRegistry, LintCodes};
 
 use crate::cli::{Format, GlobalArgs};
@@ -20,9 +21,27 @@ pub(crate) struct ExplainArgs {
     pub(crate) all: bool,
 }
 
+/// The `tpuport audit` support and risk findings (`AUDnnn`).
+struct AuditCodes;
+
+impl CodeRegistry for AuditCodes {
+    fn name(&self) -> &'static str {
+        "audit"
+    }
+    fn explain(&self, code: &str) -> Option<String> {
+        findings::lookup(code).map(findings::docs::code_page)
+    }
+    fn list(&self) -> Vec<(String, String)> {
+        findings::registry()
+            .iter()
+            .map(|d| (d.code.to_owned(), format!("{} — {}", d.name, d.summary())))
+            .collect()
+    }
+}
+
 /// Every source of code documentation, tried in order.
 fn registries() -> Vec<Box<dyn CodeRegistry>> {
-    vec![Box::new(LintCodes)]
+    vec![Box::new(LintCodes), Box::new(AuditCodes)]
 }
 
 pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {

@@ -1,6 +1,7 @@
 //! One module per verb. Each exposes an `…Args` struct (clap) and a `run` function returning a
 //! [`Status`].
 
+pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod catalog;
 pub(crate) mod check;
@@ -43,6 +44,7 @@ impl From<Status> for ExitCode {
 pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     match cmd {
         Command::Inspect(a) => inspect::run(&a, global, p),
+        Command::Audit(a) => audit::run(&a, global, p),
         Command::Doctor(a) => doctor::run(&a, global, p),
         Command::Run(a) => run::run(&a, global, p),
         Command::Lower(a) => lower::run(&a, global, p),

@@ -1,0 +1,298 @@
+//! Support and risk findings: graph patterns that XLA on TPU handles badly, each with a stable
+//! code (`AUD1xx` shapes and control flow, `AUD2xx` element types, `AUD3xx` ops TPUs run badly,
+//! `AUD4xx` precision, `AUD5xx` op granularity) and a user doc (`tpuport explain CODE`).
+//!
+//! One rule per file; the rule's doc comment is its user documentation, collected into
+//! [`registry`] and generated into `docs/findings/` by [`docs`]. Rules work on ONNX graphs and on
+//! StableHLO graphs (`stablehlo.*` ops), walking subgraphs (Loop/If bodies, regions) and the
+//! model's other functions.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use tpuport_model::{Model, Node};
+
+use crate::workload::Workload;
+
+mod ctx;
+pub mod docs;
+
+pub(crate) use ctx::{Ctx, Sink};
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; may cost speed or accuracy.
+    Info,
+    /// Likely to hurt: recompilation, slow lowering, accuracy loss.
+    Warning,
+    /// Will fail to compile for TPU or be badly wrong.
+    Error,
+}
+
+impl Severity {
+    /// Every severity, lowest first.
+    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
+
+    /// Lowercase name (`info`, `warning`, `error`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Severity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "info" => Ok(Severity::Info),
+            "warning" | "warn" => Ok(Severity::Warning),
+            "error" => Ok(Severity::Error),
+            other => Err(format!("unknown severity `{other}` (expected info, warning or error)")),
+        }
+    }
+}
+
+/// One finding about the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// Stable code (`AUD101`); `tpuport explain CODE` prints its doc.
+    pub code: &'static str,
+    /// Severity (usually the code's default; some rules raise it, e.g. bf16 ops for AUD402).
+    pub severity: Severity,
+    /// One-line title.
+    pub title: String,
+    /// What was found, with figures.
+    pub message: String,
+    /// Nodes involved: ONNX node names (or first output names), StableHLO locations; at most
+    /// [`MAX_NODES`], `…and N more` last when cut.
+    pub nodes: Vec<String>,
+    /// What to do about it.
+    pub fix: Option<String>,
+}
+
+/// Most nodes a finding lists.
+pub const MAX_NODES: usize = 10;
+
+/// Signature of the hook that tells whether an ONNX node has a lowering to StableHLO (the
+/// `tpuport_lower::onnx` table once it exists). `None` in [`FindingOptions::onnx_lowering`]
+/// skips the check.
+pub type LoweringHook = fn(&Node) -> bool;
+
+/// Thresholds and context for [`check`].
+#[derive(Clone, Debug)]
+pub struct FindingOptions {
+    /// What the model will run as (training makes precision findings more severe).
+    pub workload: Workload,
+    /// The batch bound by `--batch`; leading symbolic dims of inputs count as bound by it.
+    pub batch: Option<u64>,
+    /// A tensor with fewer elements than this is "tiny" (AUD501).
+    pub tiny_elements: u64,
+    /// Fraction of sized ops that must be tiny for AUD501.
+    pub tiny_fraction: f64,
+    /// Fewest tiny ops for AUD501 (small graphs are not "many tiny ops").
+    pub tiny_min_ops: usize,
+    /// A reduction over at least this many elements per output is "long" (AUD404).
+    pub long_reduction: u64,
+    /// A sort / top-k along an axis of at least this length is "large" (AUD301).
+    pub large_sort: u64,
+    /// A top-k with at least this `k` is "large" (AUD301).
+    pub large_topk: u64,
+    /// Scatter ops for a graph to be scatter-heavy (AUD302) …
+    pub scatter_min_ops: usize,
+    /// … or fraction of all ops that are scatters.
+    pub scatter_fraction: f64,
+    /// Share of matmul/conv FLOPs in f32 above which AUD401 fires.
+    pub f32_share: f64,
+    /// ONNX lowering hook for AUD305 (ops tpuport cannot lower to StableHLO).
+    pub onnx_lowering: Option<LoweringHook>,
+    /// Codes or code prefixes not to run (`AUD401`, `AUD4` for a family), case-insensitive.
+    pub ignore: Vec<String>,
+}
+
+impl Default for FindingOptions {
+    fn default() -> Self {
+        FindingOptions {
+            workload: Workload::Infer,
+            batch: None,
+            tiny_elements: 4096,
+            tiny_fraction: 0.5,
+            tiny_min_ops: 32,
+            long_reduction: 4096,
+            large_sort: 4096,
+            large_topk: 256,
+            scatter_min_ops: 4,
+            scatter_fraction: 0.05,
+            f32_share: 0.5,
+            onnx_lowering: None,
+            ignore: Vec::new(),
+        }
+    }
+}
+
+/// The documentation of one code.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeDoc {
+    /// Stable code.
+    pub code: &'static str,
+    /// Kebab-case name (`data-dependent-shape`).
+    pub name: &'static str,
+    /// Default severity.
+    pub severity: Severity,
+    /// Rule source file, relative to the repository root.
+    pub source: &'static str,
+    raw_doc: &'static str,
+}
+
+impl CodeDoc {
+    /// The family title of this code (from its hundreds digit).
+    #[must_use]
+    pub fn family(&self) -> &'static str {
+        family_title(self.code)
+    }
+
+    /// The user documentation (Markdown), from the rule's doc comment.
+    #[must_use]
+    pub fn doc(&self) -> String {
+        let mut out = String::with_capacity(self.raw_doc.len());
+        for line in self.raw_doc.lines() {
+            out.push_str(line.strip_prefix(' ').unwrap_or(line));
+            out.push('\n');
+        }
+        out.trim().to_owned() + "\n"
+    }
+
+    /// The first sentence of "What it finds".
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let doc = self.doc();
+        let body = doc.split("## What it finds").nth(1).unwrap_or("");
+        let para: String = body
+            .lines()
+            .map(str::trim)
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match para.find(". ") {
+            Some(i) => para[..=i].to_owned(),
+            None => para,
+        }
+    }
+}
+
+/// Families in code order: (prefix, title).
+pub const FAMILIES: [(&str, &str); 5] = [
+    ("AUD1", "Dynamic shapes and control flow"),
+    ("AUD2", "Element types"),
+    ("AUD3", "Ops TPUs run badly"),
+    ("AUD4", "Precision"),
+    ("AUD5", "Op granularity"),
+];
+
+fn family_title(code: &str) -> &'static str {
+    FAMILIES.iter().find(|(p, _)| code.starts_with(p)).map_or("Other", |(_, t)| t)
+}
+
+/// A rule: its documentation (the struct's doc comment) and its check.
+pub(crate) trait Rule {
+    /// Finds the pattern and reports through `sink`.
+    fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>);
+}
+
+/// Declares a rule struct and captures its doc comment as an associated `DOC` constant, so the
+/// documentation lives in one place: above the struct.
+macro_rules! finding_rule {
+    ($(#[doc = $doc:literal])* pub(crate) struct $name:ident;) => {
+        $(#[doc = $doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub(crate) struct $name;
+        impl $name {
+            pub(crate) const DOC: &'static str = concat!($($doc, "\n"),*);
+        }
+    };
+}
+
+macro_rules! findings_table {
+    ($( $code:literal, $sev:ident, $module:ident :: $ty:ident, $name:literal; )*) => {
+        $( mod $module; )*
+
+        static REGISTRY: &[CodeDoc] = &[
+            $( CodeDoc {
+                code: $code,
+                name: $name,
+                severity: Severity::$sev,
+                source: concat!("crates/tpuport-analysis/src/findings/", stringify!($module), ".rs"),
+                raw_doc: $module::$ty::DOC,
+            }, )*
+        ];
+
+        type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
+        static CHECKS: &[(&str, Severity, CheckFn)] = &[
+            $( ($code, Severity::$sev, <$module::$ty as Rule>::check), )*
+        ];
+    };
+}
+
+findings_table! {
+    "AUD101", Error, data_dependent_shape::DataDependentShape, "data-dependent-shape";
+    "AUD102", Warning, dynamic_dims::DynamicDims, "dynamic-dims";
+    "AUD103", Warning, data_dependent_loop::DataDependentLoop, "data-dependent-loop";
+    "AUD201", Error, string_tensors::StringTensors, "string-tensors";
+    "AUD202", Warning, float64::Float64, "float64";
+    "AUD203", Warning, complex::Complex, "complex";
+    "AUD301", Warning, large_sort::LargeSort, "large-sort";
+    "AUD302", Warning, scatter_heavy::ScatterHeavy, "scatter-heavy";
+    "AUD303", Info, random_ops::RandomOps, "random-ops";
+    "AUD304", Warning, poorly_lowered::PoorlyLowered, "poorly-lowered";
+    "AUD305", Error, no_tpu_lowering::NoTpuLowering, "no-tpu-lowering";
+    "AUD401", Info, f32_compute::F32Compute, "f32-compute";
+    "AUD402", Info, bf16_fragile_norm::Bf16FragileNorm, "bf16-fragile-normalization";
+    "AUD403", Info, bf16_fragile_exp_log::Bf16FragileExpLog, "bf16-fragile-exp-log";
+    "AUD404", Info, long_reduction::LongReduction, "long-reduction";
+    "AUD501", Warning, tiny_ops::TinyOps, "tiny-ops";
+}
+
+/// Every code, in code order.
+#[must_use]
+pub fn registry() -> &'static [CodeDoc] {
+    REGISTRY
+}
+
+/// The doc of `code` (case-insensitive).
+#[must_use]
+pub fn lookup(code: &str) -> Option<&'static CodeDoc> {
+    REGISTRY.iter().find(|d| d.code.eq_ignore_ascii_case(code))
+}
+
+/// Runs every rule over the model (entry graph, subgraphs, other functions). Findings come most
+/// severe first, then by code.
+#[must_use]
+pub fn check(model: &Model, opts: &FindingOptions) -> Vec<Finding> {
+    let cx = Ctx::new(model, opts);
+    let mut out = Vec::new();
+    for (code, severity, f) in CHECKS {
+        let ignored = opts.ignore.iter().any(|p| {
+            code.get(..p.len()).is_some_and(|head| !p.is_empty() && head.eq_ignore_ascii_case(p))
+        });
+        if ignored {
+            continue;
+        }
+        let mut sink = Sink::new(code, *severity, &mut out);
+        f(&cx, &mut sink);
+    }
+    out.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(b.code)));
+    out
+}

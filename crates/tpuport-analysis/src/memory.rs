@@ -1,0 +1,802 @@
+//! Memory pass: inference footprint by liveness over the graph, and the training footprint
+//! (weights, gradients, optimizer state, activations with and without rematerialization).
+//!
+//! Liveness model (documented in `docs/audit.md`):
+//! - `func.call` bodies are inlined at their call site, so a callee's temporaries are counted
+//!   where the call runs.
+//! - Ops in topological (file) order. An intermediate buffer is allocated by its producer and
+//!   freed after its last consumer; graph outputs live to the end. Weights and caller inputs are
+//!   live throughout and counted apart.
+//! - Aliases take no new buffer: reshape / squeeze / unsqueeze / flatten / identity / bitcast
+//!   alias their input, broadcasts and constants are folded into their consumers (XLA fuses
+//!   them), and an elementwise op whose same-sized operand dies at that op writes in place.
+//! - Padded figures apply the chip's tiling to every buffer (`tpuport_hw::tiling`).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use tpuport_hw::{Chip, padded_bytes};
+use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
+
+use crate::workload::{Optimizer, Workload};
+
+/// How a flattened value takes memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Weight,
+    Input,
+    Temp,
+    /// Folded into consumers: no buffer (broadcast, constant).
+    Virtual,
+}
+
+#[derive(Clone, Debug)]
+struct FValue {
+    name: String,
+    shape: Option<Vec<u64>>,
+    dtype: Option<DType>,
+    bytes: u64,
+    role: Role,
+    /// The value whose buffer this one shares.
+    alias_of: Option<usize>,
+    /// Computed from weights alone (a folded constant, not a parameter).
+    folded: bool,
+}
+
+#[derive(Clone, Debug)]
+struct FOp {
+    name: String,
+    op: String,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+}
+
+/// A call-inlined, flat view of the entry graph.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Flat {
+    values: Vec<FValue>,
+    ops: Vec<FOp>,
+    outputs: Vec<usize>,
+}
+
+fn short(op: &str) -> &str {
+    op.rsplit('.').next().unwrap_or(op)
+}
+
+fn is_alias_op(op: &str) -> bool {
+    matches!(
+        short(op).to_ascii_lowercase().as_str(),
+        "reshape"
+            | "squeeze"
+            | "unsqueeze"
+            | "flatten"
+            | "identity"
+            | "bitcast_convert"
+            | "sharding_constraint"
+            | "reshard"
+            | "optimization_barrier"
+    )
+}
+
+fn is_virtual_op(op: &str) -> bool {
+    matches!(
+        op,
+        "stablehlo.broadcast_in_dim" | "stablehlo.constant" | "stablehlo.iota" | "Constant"
+    )
+}
+
+fn is_streaming_reduction(op: &str) -> bool {
+    matches!(
+        short(op).to_ascii_lowercase().as_str(),
+        "reduce"
+            | "reduce_window"
+            | "maxpool"
+            | "averagepool"
+            | "globalaveragepool"
+            | "globalmaxpool"
+            | "reducemean"
+            | "reducesum"
+            | "reducemax"
+    )
+}
+
+fn is_elementwise(op: &str) -> bool {
+    matches!(
+        short(op).to_ascii_lowercase().as_str(),
+        "add"
+            | "subtract"
+            | "sub"
+            | "multiply"
+            | "mul"
+            | "divide"
+            | "div"
+            | "maximum"
+            | "max"
+            | "minimum"
+            | "min"
+            | "negate"
+            | "neg"
+            | "abs"
+            | "exponential"
+            | "exp"
+            | "log"
+            | "tanh"
+            | "logistic"
+            | "sigmoid"
+            | "sqrt"
+            | "rsqrt"
+            | "relu"
+            | "clip"
+            | "clamp"
+            | "select"
+            | "where"
+            | "erf"
+            | "pow"
+            | "power"
+            | "convert"
+            | "cast"
+            | "gelu"
+            | "softmax"
+            | "layernormalization"
+            | "batchnormalization"
+            | "not"
+            | "sign"
+    )
+}
+
+impl Flat {
+    pub(crate) fn build(model: &Model) -> Flat {
+        let mut f = Flat::default();
+        let mut map = HashMap::new();
+        for (i, v) in model.graph.values.iter().enumerate() {
+            let role = match v.kind {
+                ValueKind::Weight(_) => Role::Weight,
+                ValueKind::Input | ValueKind::Outer => Role::Input,
+                ValueKind::Intermediate => Role::Temp,
+            };
+            let id = f.push_value(&model.graph, ValueId(u32::try_from(i).unwrap_or(0)), role);
+            map.insert(i, id);
+        }
+        f.inline(model, &model.graph, &mut map, "", 0);
+        f.outputs =
+            model.graph.outputs.iter().filter_map(|o| map.get(&(o.0 as usize)).copied()).collect();
+        f
+    }
+
+    fn push_value(&mut self, g: &Graph, v: ValueId, role: Role) -> usize {
+        let val = g.value(v);
+        self.values.push(FValue {
+            name: val.name.clone(),
+            shape: val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed),
+            dtype: val.ty.dtype,
+            bytes: val.ty.byte_size().unwrap_or(0),
+            role,
+            alias_of: None,
+            folded: false,
+        });
+        self.values.len() - 1
+    }
+
+    fn inline(
+        &mut self,
+        model: &Model,
+        g: &Graph,
+        map: &mut HashMap<usize, usize>,
+        prefix: &str,
+        depth: usize,
+    ) {
+        for n in &g.nodes {
+            let ins: Vec<usize> = n
+                .inputs
+                .iter()
+                .flatten()
+                .filter_map(|v| map.get(&(v.0 as usize)).copied())
+                .collect();
+            if n.op == "func.call" && depth < 32 {
+                let callee = n.attr("callee").and_then(tpuport_model::Attr::as_str).unwrap_or("");
+                if let Some(body) = model.function(callee.trim_start_matches('@')) {
+                    let mut inner: HashMap<usize, usize> = HashMap::new();
+                    for (k, a) in body.inputs.iter().enumerate() {
+                        if let Some(&x) = ins.get(k) {
+                            inner.insert(a.0 as usize, x);
+                        }
+                    }
+                    for (i, v) in body.values.iter().enumerate() {
+                        if inner.contains_key(&i) {
+                            continue;
+                        }
+                        let role = match v.kind {
+                            ValueKind::Weight(_) => Role::Weight,
+                            ValueKind::Input | ValueKind::Outer => Role::Input,
+                            ValueKind::Intermediate => Role::Temp,
+                        };
+                        let id =
+                            self.push_value(body, ValueId(u32::try_from(i).unwrap_or(0)), role);
+                        inner.insert(i, id);
+                    }
+                    let name = if n.name.is_empty() { callee.to_owned() } else { n.name.clone() };
+                    self.inline(model, body, &mut inner, &format!("{prefix}{name}/"), depth + 1);
+                    // Call results alias the callee's returned values.
+                    for (k, o) in n.outputs.iter().enumerate() {
+                        if let (Some(&out), Some(r)) =
+                            (map.get(&(o.0 as usize)), body.outputs.get(k))
+                            && let Some(&src) = inner.get(&(r.0 as usize))
+                        {
+                            self.values[out].alias_of = Some(src);
+                        }
+                    }
+                    continue;
+                }
+            }
+            if n.op == "func.return" || n.op == "stablehlo.return" {
+                continue;
+            }
+            let outs: Vec<usize> =
+                n.outputs.iter().filter_map(|v| map.get(&(v.0 as usize)).copied()).collect();
+            let name = if n.name.is_empty() {
+                outs.first().map_or_else(|| n.op.clone(), |&o| self.values[o].name.clone())
+            } else {
+                n.name.clone()
+            };
+            self.ops.push(FOp {
+                name: format!("{prefix}{name}"),
+                op: n.op.clone(),
+                inputs: ins,
+                outputs: outs,
+            });
+        }
+    }
+
+    /// Resolves a value to the value owning its buffer.
+    fn root(&self, mut v: usize) -> usize {
+        let mut guard = 0;
+        while let Some(a) = self.values[v].alias_of {
+            v = a;
+            guard += 1;
+            if guard > 10_000 {
+                break;
+            }
+        }
+        v
+    }
+
+    /// Assigns aliases (reshape, in-place elementwise) and virtual roles. Needs last uses, so it
+    /// runs one pass in order.
+    fn assign(&mut self) {
+        let mut uses: Vec<usize> = vec![0; self.values.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            for &v in &op.inputs {
+                uses[v] = i;
+            }
+        }
+        for &o in &self.outputs {
+            uses[o] = usize::MAX;
+        }
+        // Last use of each buffer over the aliases made so far (call results already alias).
+        let mut buf_last: Vec<usize> = uses.clone();
+        for (v, &u) in uses.iter().enumerate() {
+            let r = self.root(v);
+            buf_last[r] = buf_last[r].max(u);
+        }
+        for i in 0..self.ops.len() {
+            let op = self.ops[i].clone();
+            if is_virtual_op(&op.op) {
+                for &o in &op.outputs {
+                    self.values[o].role = Role::Virtual;
+                }
+                continue;
+            }
+            // Computed from weights alone (a transposed embedding reused as the LM head): a
+            // folded constant, held like a weight rather than an activation.
+            if !op.inputs.is_empty()
+                && op.inputs.iter().all(|&v| self.values[self.root(v)].role == Role::Weight)
+            {
+                for &o in &op.outputs {
+                    self.values[o].role = Role::Weight;
+                    self.values[o].folded = true;
+                }
+                continue;
+            }
+            let link = |this: &mut Flat, buf_last: &mut Vec<usize>, o: usize, src: usize| {
+                this.values[o].alias_of = Some(src);
+                let r = this.root(src);
+                buf_last[r] = buf_last[r].max(buf_last[o]).max(uses[o]);
+            };
+            if is_alias_op(&op.op) {
+                if let (Some(&src), Some(&o)) = (op.inputs.first(), op.outputs.first())
+                    && self.values[src].role != Role::Virtual
+                    && self.values[o].alias_of.is_none()
+                {
+                    link(self, &mut buf_last, o, src);
+                }
+                continue;
+            }
+            if is_elementwise(&op.op) && op.outputs.len() == 1 {
+                let o = op.outputs[0];
+                if self.values[o].alias_of.is_some() {
+                    continue;
+                }
+                for &src in &op.inputs {
+                    let r = self.root(src);
+                    if self.values[r].role == Role::Temp
+                        && buf_last[r] == i
+                        && self.values[r].bytes == self.values[o].bytes
+                    {
+                        link(self, &mut buf_last, o, src);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Peak of live temporary buffers under `size`.
+fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
+    let n = flat.values.len();
+    let roots: Vec<usize> = (0..n).map(|v| flat.root(v)).collect();
+    let mut last: Vec<usize> = vec![0; n];
+    let mut first: Vec<Option<usize>> = vec![None; n];
+    for (i, op) in flat.ops.iter().enumerate() {
+        for &v in &op.inputs {
+            last[roots[v]] = last[roots[v]].max(i);
+        }
+        for &v in &op.outputs {
+            let r = roots[v];
+            if first[r].is_none() {
+                first[r] = Some(i);
+            }
+            last[r] = last[r].max(i);
+        }
+    }
+    for &o in &flat.outputs {
+        last[roots[o]] = usize::MAX;
+    }
+    let mut frees: Vec<Vec<usize>> = vec![Vec::new(); flat.ops.len()];
+    for r in 0..n {
+        if roots[r] == r && first[r].is_some() && last[r] != usize::MAX {
+            frees[last[r].min(flat.ops.len() - 1)].push(r);
+        }
+    }
+    let mut live = 0u64;
+    let mut best = (0u64, String::new());
+    let mut total = 0u64;
+    let mut freed = vec![false; n];
+    for (i, op) in flat.ops.iter().enumerate() {
+        // Reductions stream: their dying inputs are released before the (smaller) result is
+        // written, the result taking the input's place.
+        if is_streaming_reduction(&op.op) {
+            for &r in &frees[i] {
+                if flat.values[r].role == Role::Temp && !freed[r] {
+                    live = live.saturating_sub(size(&flat.values[r]));
+                    freed[r] = true;
+                }
+            }
+        }
+        for &v in &op.outputs {
+            let r = roots[v];
+            if r == v && flat.values[v].role == Role::Temp {
+                let s = size(&flat.values[v]);
+                live += s;
+                total += s;
+            }
+        }
+        if live > best.0 {
+            best = (live, op.name.clone());
+        }
+        for &r in &frees[i] {
+            if flat.values[r].role == Role::Temp && !freed[r] {
+                freed[r] = true;
+                live = live.saturating_sub(size(&flat.values[r]));
+            }
+        }
+    }
+    (best.0, best.1, total)
+}
+
+/// Padded bytes of a value on `chip`: intermediates in the best layout XLA can assign, conv
+/// kernels feature-minor, everything else (weights, caller inputs) as stored.
+fn padded_size(v: &FValue, chip: &Chip, kernels: &HashMap<String, Vec<u64>>) -> u64 {
+    match (&v.shape, v.dtype) {
+        (Some(s), Some(d)) => match v.role {
+            Role::Temp => crate::layout::best_layout_bytes(s, d, chip).unwrap_or(v.bytes),
+            _ => padded_bytes(kernels.get(&v.name).unwrap_or(s), d, chip).unwrap_or(v.bytes),
+        },
+        _ => v.bytes,
+    }
+}
+
+/// One trainable parameter.
+#[derive(Clone, Debug, Serialize)]
+pub struct Param {
+    /// Name.
+    pub name: String,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Element type as stored.
+    pub dtype: DType,
+}
+
+/// Training memory under one precision policy.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TrainingMemory {
+    /// `fp32` (all f32), `mixed` (bf16 compute, fp32 master weights and optimizer state) or
+    /// `bf16` (pure bf16: weights, gradients and optimizer state in bf16).
+    pub precision: String,
+    /// Weights (master + working copy for `mixed`).
+    pub weights: u64,
+    /// Gradients.
+    pub gradients: u64,
+    /// Optimizer state.
+    pub optimizer_state: u64,
+    /// Activations saved for the backward pass, no rematerialization.
+    pub activations: u64,
+    /// Activations with sqrt(n) checkpointing (estimate).
+    pub activations_remat: u64,
+    /// Total without remat.
+    pub total: u64,
+    /// Total with remat.
+    pub total_remat: u64,
+}
+
+/// Footprint figures in one unit (logical bytes or one chip's padded bytes).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Footprint {
+    /// Weights (stored tensors / parameters).
+    pub weights: u64,
+    /// Caller inputs.
+    pub inputs: u64,
+    /// Peak live intermediate buffers (graph outputs included).
+    pub peak_activations: u64,
+    /// Sum of every intermediate buffer (what training saves without remat).
+    pub all_activations: u64,
+    /// weights + inputs + peak activations.
+    pub inference: u64,
+    /// Training figures per precision policy (empty for inference workloads).
+    pub training: Vec<TrainingMemory>,
+}
+
+/// Per-device memory of a partitioned module (`mhlo.num_partitions > 1`), from the argument and
+/// result sharding annotations (`sdy.sharding` over the module's `sdy.mesh`, or GSPMD
+/// `mhlo.sharding`); intermediates are assumed evenly split over the partitions.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PerDevice {
+    /// Partitions (devices) the program runs on.
+    pub partitions: u64,
+    /// Argument bytes per device.
+    pub arguments: u64,
+    /// Result bytes per device.
+    pub outputs: u64,
+    /// Peak intermediate bytes (results excluded) over the partitions.
+    pub temps: u64,
+    /// Sum.
+    pub total: u64,
+}
+
+/// The memory pass's result.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryReport {
+    /// Logical bytes.
+    pub logical: Footprint,
+    /// Padded bytes per TPU chip id.
+    pub padded: Vec<(String, Footprint)>,
+    /// The op at which the logical peak is reached.
+    pub peak_at: String,
+    /// Trainable parameters found.
+    pub params: u64,
+    /// How parameters were told from data inputs.
+    pub params_rule: String,
+    /// Per-device figures of a partitioned StableHLO module.
+    pub per_device: Option<PerDevice>,
+    /// Names of the parameters (not serialized: long).
+    #[serde(skip)]
+    pub param_names: Vec<String>,
+    /// Notes.
+    pub notes: Vec<String>,
+}
+
+/// The model's trainable parameters: stored weights of rank >= 1, or for modules without
+/// stored weights (JAX StableHLO, where parameters are arguments) the float arguments that feed
+/// a dot / convolution RHS or are broadcast into another tensor (biases, norm scales).
+fn params(
+    model: &Model,
+    flat: &Flat,
+    kernels: &HashMap<String, Vec<u64>>,
+) -> (Vec<Param>, Vec<usize>, String) {
+    let weights: Vec<usize> = (0..flat.values.len())
+        .filter(|&v| flat.values[v].role == Role::Weight && !flat.values[v].folded)
+        .filter(|&v| flat.values[v].shape.as_ref().is_some_and(|s| !s.is_empty()))
+        .collect();
+    let is_float = |v: usize| flat.values[v].dtype.is_some_and(DType::is_float);
+    let (ids, rule) = if weights.is_empty()
+        || matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
+    {
+        let mut ids = Vec::new();
+        for op in &flat.ops {
+            let cand: Vec<usize> = match op.op.as_str() {
+                "stablehlo.dot_general" | "stablehlo.dot" | "stablehlo.convolution" => {
+                    op.inputs.get(1).copied().into_iter().collect()
+                }
+                "stablehlo.broadcast_in_dim" => op.inputs.first().copied().into_iter().collect(),
+                _ => Vec::new(),
+            };
+            for v in cand {
+                let r = flat.root(v);
+                if flat.values[r].role == Role::Input && is_float(r) && !ids.contains(&r) {
+                    ids.push(r);
+                }
+            }
+        }
+        ids.sort_unstable();
+        (
+            ids,
+            "float arguments used as a dot/convolution RHS or broadcast (biases, scales)"
+                .to_owned(),
+        )
+    } else {
+        // Tied weights stored twice (the legacy exporter's transposed lm_head copy of the
+        // embedding) are one parameter: drop every copy after the first of each group.
+        let copies: Vec<String> = crate::inventory::duplicate_tensors(model, 1024)
+            .into_iter()
+            .flat_map(|g| g.names.into_iter().skip(1))
+            .collect();
+        (
+            weights
+                .into_iter()
+                .filter(|&v| is_float(v) && !copies.contains(&flat.values[v].name))
+                .collect(),
+            "stored float weights of rank >= 1, byte-identical (or transposed) copies counted once"
+                .to_owned(),
+        )
+    };
+    let ps = ids
+        .iter()
+        .map(|&v| Param {
+            name: flat.values[v].name.clone(),
+            // Conv kernels as the convolution lays them out (feature dims minor).
+            shape: kernels
+                .get(&flat.values[v].name)
+                .cloned()
+                .or_else(|| flat.values[v].shape.clone())
+                .unwrap_or_default(),
+            dtype: flat.values[v].dtype.unwrap_or(DType::F32),
+        })
+        .collect();
+    (ps, ids, rule)
+}
+
+fn training(
+    ps: &[Param],
+    acts: u64,
+    peak_acts: u64,
+    mxu_ops: u64,
+    opt: Optimizer,
+    size: &dyn Fn(&[u64], DType) -> u64,
+) -> Vec<TrainingMemory> {
+    let slots = opt.full_state_slots();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "estimate"
+    )]
+    let remat = {
+        let layers = (mxu_ops.max(1) as f64).sqrt();
+        (peak_acts).max((2.0 * acts as f64 / layers) as u64).min(acts)
+    };
+    let mut out = Vec::new();
+    for (precision, w_dt, master, g_dt, s_dt, act_scale) in [
+        ("fp32", DType::F32, false, DType::F32, DType::F32, 1.0f64),
+        ("mixed", DType::BF16, true, DType::F32, DType::F32, 0.5),
+        ("bf16", DType::BF16, false, DType::BF16, DType::BF16, 0.5),
+    ] {
+        let mut t = TrainingMemory { precision: precision.to_owned(), ..TrainingMemory::default() };
+        for p in ps {
+            t.weights += size(&p.shape, w_dt);
+            if master {
+                t.weights += size(&p.shape, DType::F32);
+            }
+            t.gradients += size(&p.shape, g_dt);
+            t.optimizer_state += slots * size(&p.shape, s_dt);
+            if opt == Optimizer::Adafactor {
+                if p.shape.len() >= 2 {
+                    let r = p.shape.len();
+                    let mut row = p.shape.clone();
+                    row.remove(r - 1);
+                    let mut col = p.shape.clone();
+                    col.remove(r - 2);
+                    t.optimizer_state += size(&row, s_dt) + size(&col, s_dt);
+                } else {
+                    t.optimizer_state += size(&p.shape, s_dt);
+                }
+            }
+        }
+        // Activations are stored at the compute dtype: bf16 halves f32 activations.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "estimate"
+        )]
+        let scale = |x: u64| (x as f64 * act_scale) as u64;
+        t.activations = scale(acts);
+        t.activations_remat = scale(remat);
+        t.total = t.weights + t.gradients + t.optimizer_state + t.activations;
+        t.total_remat = t.weights + t.gradients + t.optimizer_state + t.activations_remat;
+        out.push(t);
+    }
+    out
+}
+
+/// Runs the memory pass: logical figures and padded figures for every TPU chip given.
+#[must_use]
+pub fn analyze(
+    model: &Model,
+    chips: &[&Chip],
+    workload: Workload,
+    opt: Optimizer,
+    mxu_ops: u64,
+) -> MemoryReport {
+    let mut flat = Flat::build(model);
+    flat.assign();
+    let kernels = crate::layout::conv_kernel_layouts(model);
+    let (ps, param_ids, rule) = params(model, &flat, &kernels);
+    let param_names = ps.iter().map(|p| p.name.clone()).collect();
+    let mut report = MemoryReport {
+        param_names,
+        params: ps.iter().map(|p| p.shape.iter().product::<u64>()).sum(),
+        params_rule: rule,
+        ..MemoryReport::default()
+    };
+    let footprint = |size: &dyn Fn(&FValue) -> u64,
+                     tsize: &dyn Fn(&[u64], DType) -> u64|
+     -> (Footprint, String) {
+        let (pk, at, total) = peak(&flat, size);
+        let mut f =
+            Footprint { peak_activations: pk, all_activations: total, ..Footprint::default() };
+        for (v, val) in flat.values.iter().enumerate() {
+            if flat.root(v) != v {
+                continue;
+            }
+            match val.role {
+                Role::Weight => f.weights += size(val),
+                Role::Input if param_ids.contains(&v) => f.weights += size(val),
+                Role::Input if !val.name.is_empty() && model_input(model, &val.name) => {
+                    f.inputs += size(val)
+                }
+                _ => {}
+            }
+        }
+        f.inference = f.weights + f.inputs + f.peak_activations;
+        if workload.is_training() {
+            f.training = training(&ps, total, pk, mxu_ops, opt, tsize);
+        }
+        (f, at)
+    };
+    let logical = |v: &FValue| v.bytes;
+    let tlog = |s: &[u64], d: DType| d.storage_bytes(s.iter().product()).unwrap_or(0);
+    let (f, at) = footprint(&logical, &tlog);
+    report.per_device = per_device(model, &flat, f.peak_activations);
+    report.logical = f;
+    report.peak_at = at;
+    for chip in chips {
+        let size = |v: &FValue| padded_size(v, chip, &kernels);
+        let tsize = |s: &[u64], d: DType| {
+            padded_bytes(s, d, chip)
+                .unwrap_or_else(|_| d.storage_bytes(s.iter().product()).unwrap_or(0))
+        };
+        let (f, _) = footprint(&size, &tsize);
+        report.padded.push((chip.id.clone(), f));
+    }
+    if flat.values.iter().any(|v| v.role != Role::Virtual && v.shape.is_none()) {
+        report.notes.push("some values have no static shape: they count as 0 bytes (bind dims with --batch / --dim)".to_owned());
+    }
+    report
+}
+
+/// Mesh axis sizes from the module's `sdy.mesh` op text (`#sdy.mesh<["x"=8, "y"=2]>`).
+fn mesh_axes(model: &Model) -> HashMap<String, u64> {
+    let mut out = HashMap::new();
+    for (k, v) in &model.metadata.properties {
+        if k != "mlir.module_op" || !v.contains("sdy.mesh") {
+            continue;
+        }
+        let Some(start) = v.find("#sdy.mesh<[") else { continue };
+        let rest = &v[start + 11..];
+        let body = &rest[..rest.find(']').unwrap_or(rest.len())];
+        for item in body.split(',') {
+            if let Some((name, size)) = item.split_once('=') {
+                let name = name.trim().trim_matches('"').to_owned();
+                if let Ok(n) = size.trim().parse::<u64>() {
+                    out.insert(name, n);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How many pieces each dimension is split into, from a sharding annotation; `None` when
+/// there is no annotation or it cannot be read (treated as replicated).
+fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option<Vec<u64>> {
+    if let Some(i) = attr.find('[')
+        && attr.contains("#sdy.sharding")
+    {
+        // [{}, {"x"}, {"x", "y"}]: per dim, the product of its axes' sizes.
+        let body = &attr[i + 1..attr.rfind(']')?];
+        let dims: Vec<u64> = body
+            .split('}')
+            .filter(|d| d.contains('{'))
+            .map(|d| {
+                d.split('"')
+                    .enumerate()
+                    .filter(|(k, _)| k % 2 == 1)
+                    .map(|(_, axis)| mesh.get(axis).copied().unwrap_or(1))
+                    .product()
+            })
+            .collect();
+        return (dims.len() == rank).then_some(dims);
+    }
+    if attr.contains("replicated") || attr.contains("maximal") {
+        return Some(vec![1; rank]);
+    }
+    // GSPMD: {devices=[a,b,...]<=[n]} (a trailing extra dim with last_tile_dim_replicate).
+    let i = attr.find("devices=[")?;
+    let rest = &attr[i + 9..];
+    let tiles: Vec<u64> =
+        rest[..rest.find(']')?].split(',').filter_map(|t| t.trim().parse().ok()).collect();
+    (tiles.len() >= rank).then(|| tiles[..rank].to_vec())
+}
+
+fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDevice> {
+    let parts: u64 = model
+        .metadata
+        .properties
+        .iter()
+        .find(|(k, _)| k == "mhlo.num_partitions")?
+        .1
+        .split(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    if parts <= 1 {
+        return None;
+    }
+    let mesh = mesh_axes(model);
+    let g = &model.graph;
+    let shard = |key: &str, v: tpuport_model::ValueId| -> u64 {
+        let val = g.value(v);
+        let full = val.ty.byte_size().unwrap_or(0);
+        let Some(shape) = val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed) else {
+            return full;
+        };
+        let attr = g
+            .attrs
+            .iter()
+            .find(|(k, _)| {
+                k == &format!("{key}:sdy.sharding") || k == &format!("{key}:mhlo.sharding")
+            })
+            .and_then(|(_, a)| a.as_str());
+        let Some(f) = attr.and_then(|a| split_factors(a, shape.len(), &mesh)) else { return full };
+        let elems: u64 = shape.iter().zip(&f).map(|(d, k)| d.div_ceil((*k).max(1))).product();
+        val.ty.dtype.and_then(|d| d.storage_bytes(elems)).unwrap_or(full)
+    };
+    let arguments: u64 =
+        g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)).sum();
+    let outputs: u64 =
+        g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)).sum();
+    let out_full: u64 = flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes).sum();
+    let temps = peak_activations.saturating_sub(out_full).div_ceil(parts);
+    Some(PerDevice {
+        partitions: parts,
+        arguments,
+        outputs,
+        temps,
+        total: arguments + outputs + temps,
+    })
+}
+
+fn model_input(model: &Model, name: &str) -> bool {
+    model.graph.inputs.iter().any(|i| model.graph.value(*i).name == name)
+}

@@ -1,0 +1,133 @@
+//! Padding tests on hand-made shapes whose padded sizes follow from the tiling rules
+//! (`tpu-hardware.md` §9): lanes 128; rows 8 for 32-bit, 8 for 16-bit on v4–v6e and 16 on TPU7x,
+//! 32 for 8-bit; compact 2x128 / 4x128 tiles for second-minor 1–2 / 3–4; MXU 128 (v4–v5p) or 256
+//! (v6e, TPU7x); the LHS in 8-row groups. Checked directly and through the layout and memory
+//! passes on a hand-built graph.
+#![allow(clippy::unwrap_used)]
+
+use tpuport_analysis::{Optimizer, Workload, cost, layout, memory};
+use tpuport_hw::{Catalog, matmul_utilization, padded_bytes, padded_shape};
+use tpuport_model::{
+    DType, Graph, Model, ModelFormat, Node, Shape, TensorType, Value, ValueKind, Weight, WeightData,
+};
+
+#[test]
+fn tiling_rules_on_known_shapes() {
+    let cat = Catalog::builtin();
+    let (v5e, v6e, tpu7x) =
+        (cat.chip("v5e").unwrap(), cat.chip("v6e").unwrap(), cat.chip("tpu7x").unwrap());
+    // 32-bit: (8, 128).
+    assert_eq!(padded_shape(&[100, 10], DType::F32, v5e).unwrap(), vec![104, 128]);
+    assert_eq!(padded_bytes(&[100, 10], DType::F32, v5e).unwrap(), 104 * 128 * 4);
+    // Compact tiles: second-minor 1 -> 2 rows, 3 -> 4 rows.
+    assert_eq!(padded_shape(&[1, 1], DType::F32, v5e).unwrap(), vec![2, 128]);
+    assert_eq!(padded_shape(&[3, 200], DType::F32, v5e).unwrap(), vec![4, 256]);
+    // bf16: 8 rows up to v6e, 16 on TPU7x.
+    assert_eq!(padded_shape(&[17, 300], DType::BF16, v6e).unwrap(), vec![24, 384]);
+    assert_eq!(padded_shape(&[17, 300], DType::BF16, tpu7x).unwrap(), vec![32, 384]);
+    // int8: 32 rows.
+    assert_eq!(padded_shape(&[33, 130], DType::I8, v5e).unwrap(), vec![64, 256]);
+    // Major dims untouched.
+    assert_eq!(padded_shape(&[3, 3, 4, 8], DType::F32, v5e).unwrap(), vec![3, 3, 4, 128]);
+    // MXU: batch-1 MNIST layer, 128 vs 256.
+    let u = matmul_utilization(1, 784, 512, v5e).unwrap();
+    assert_eq!(u.padded, [8, 896, 512]);
+    assert!((u.utilization - (1.0 / 8.0) * (784.0 / 896.0)).abs() < 1e-12);
+    let u = matmul_utilization(1, 784, 512, v6e).unwrap();
+    assert_eq!(u.padded, [8, 1024, 512]);
+}
+
+/// x f32[8,512] @ w f32[512,10] + a bias f32[10].
+fn model() -> Model {
+    let mut m = Model::empty(ModelFormat::Onnx);
+    let mut g = Graph::default();
+    let mut weight = |g: &mut Graph, name: &str, shape: Vec<u64>| {
+        let n = usize::try_from(shape.iter().product::<u64>()).unwrap() * 4;
+        let id = m.weights.push(Weight {
+            name: name.into(),
+            dtype: DType::F32,
+            shape: shape.clone(),
+            data: WeightData::Inline(vec![1u8; n].into()),
+        });
+        g.add_value(Value {
+            name: name.into(),
+            ty: TensorType::new(DType::F32, Shape::fixed(&shape)),
+            kind: ValueKind::Weight(id),
+            producer: None,
+        })
+    };
+    let w = weight(&mut g, "fc.weight", vec![512, 10]);
+    let b = weight(&mut g, "fc.bias", vec![10]);
+    let val = |g: &mut Graph, name: &str, s: &[u64], kind| {
+        g.add_value(Value {
+            name: name.into(),
+            ty: TensorType::new(DType::F32, Shape::fixed(s)),
+            kind,
+            producer: None,
+        })
+    };
+    let x = val(&mut g, "x", &[8, 512], ValueKind::Input);
+    let y = val(&mut g, "y", &[8, 10], ValueKind::Intermediate);
+    let z = val(&mut g, "z", &[8, 10], ValueKind::Intermediate);
+    g.inputs = vec![x];
+    g.outputs = vec![z];
+    let node = |name: &str, op: &str, ins: Vec<_>, out| Node {
+        name: name.into(),
+        op: op.into(),
+        domain: String::new(),
+        inputs: ins,
+        outputs: vec![out],
+        attrs: vec![],
+        subgraphs: vec![],
+        location: None,
+    };
+    g.add_node(node("fc", "MatMul", vec![Some(x), Some(w)], y));
+    g.add_node(node("bias", "Add", vec![Some(y), Some(b)], z));
+    m.graph = g;
+    m
+}
+
+#[test]
+fn layout_and_memory_passes_pad_by_the_rules() {
+    let cat = Catalog::builtin();
+    let v5e = cat.chip("v5e").unwrap();
+    let v6e = cat.chip("v6e").unwrap();
+    let m = model();
+    let c = cost::analyze(&m);
+    assert_eq!(c.totals.mxu_flops, 2 * 8 * 512 * 10);
+    assert_eq!(c.totals.flops, 2 * 8 * 512 * 10 + 80);
+    let l = layout::analyze(&m, &c, &[v5e, v6e], &[]);
+    let l5 = &l.chips[0];
+    // Weights: [512,10] -> [512,128]; [10] -> [2,128] (compact tile of a [1,10] view).
+    assert_eq!(l5.weights_logical, (512 * 10 + 10) * 4);
+    assert_eq!(l5.weights_padded, (512 * 128 + 2 * 128) * 4);
+    let mm = &l5.worst_matmuls[0];
+    assert_eq!(mm.padded, [8, 512, 128]);
+    assert!((mm.utilization - 10.0 / 128.0).abs() < 1e-12);
+    assert!(mm.fix.as_deref().unwrap().starts_with("n=10"), "{:?}", mm.fix);
+    assert_eq!(l5.worst_tensors[0].name, "fc.weight");
+    // Every weight and every matmul is listed, not only the worst.
+    let names: Vec<&str> = l5.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["fc.weight", "fc.bias"]);
+    assert_eq!(l5.tensors[1].padded_shape, vec![2, 128]);
+    assert_eq!(l5.matmuls.len(), 1);
+    assert_eq!(l5.matmuls[0].operand_bytes, [(8 * 512 + 512 * 10) * 4, (8 * 512 + 512 * 128) * 4]);
+    assert_eq!(l5.worst_tensors[0].padded_shape, vec![512, 128]);
+    // v6e's 256-wide MXU: n pads to 256, k=512 is already a multiple.
+    assert_eq!(l.chips[1].worst_matmuls[0].padded, [8, 512, 256]);
+
+    // Memory: logical weights 20.5 KB, padded per chip as above; y is written in place by z.
+    let r = memory::analyze(&m, &[v5e], Workload::Train, Optimizer::Adam, 1);
+    assert_eq!(r.logical.weights, (512 * 10 + 10) * 4);
+    assert_eq!(r.logical.peak_activations, 8 * 10 * 4);
+    assert_eq!(r.padded[0].1.weights, (512 * 128 + 2 * 128) * 4);
+    assert_eq!(r.padded[0].1.peak_activations, 8 * 128 * 4);
+    // Adam in fp32: weights + grads + 2 moments, logical.
+    let fp32 = &r.logical.training[0];
+    assert_eq!(fp32.precision, "fp32");
+    assert_eq!(fp32.weights, (512 * 10 + 10) * 4);
+    assert_eq!(fp32.optimizer_state, 2 * (512 * 10 + 10) * 4);
+    // Adafactor: row + column factors for the matrix, a full vector for the bias.
+    let r = memory::analyze(&m, &[], Workload::Train, Optimizer::Adafactor, 1);
+    assert_eq!(r.logical.training[0].optimizer_state, (512 + 10 + 10) * 4);
+}

@@ -1,0 +1,25 @@
+module @jit_cumsum attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4x8192xf32>) -> (tensor<4x8192xf32> {jax.result_info = "result[0]"}, tensor<4xbf16> {jax.result_info = "result[1]"}) {
+    %0 = call @cumsum(%arg0) : (tensor<4x8192xf32>) -> tensor<4x8192xf32>
+    %1 = stablehlo.convert %arg0 : (tensor<4x8192xf32>) -> tensor<4x8192xbf16>
+    %2 = stablehlo.convert %1 : (tensor<4x8192xbf16>) -> tensor<4x8192xf32>
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %3 = stablehlo.reduce(%2 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x8192xf32>, tensor<f32>) -> tensor<4xf32>
+    %4 = stablehlo.convert %3 : (tensor<4xf32>) -> tensor<4xbf16>
+    return %0, %4 : tensor<4x8192xf32>, tensor<4xbf16>
+  }
+  func.func private @cumsum(%arg0: tensor<4x8192xf32>) -> tensor<4x8192xf32> {
+    %0 = call @cumsum_0(%arg0) : (tensor<4x8192xf32>) -> tensor<4x8192xf32>
+    return %0 : tensor<4x8192xf32>
+  }
+  func.func private @cumsum_0(%arg0: tensor<4x8192xf32>) -> tensor<4x8192xf32> {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<f32>
+    %1 = "stablehlo.reduce_window"(%arg0, %0) <{base_dilations = array<i64: 1, 1>, padding = dense<[[0, 0], [8191, 0]]> : tensor<2x2xi64>, window_dilations = array<i64: 1, 1>, window_dimensions = array<i64: 1, 8192>, window_strides = array<i64: 1, 1>}> ({
+    ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
+      %2 = stablehlo.add %arg1, %arg2 : tensor<f32>
+      stablehlo.return %2 : tensor<f32>
+    }) : (tensor<4x8192xf32>, tensor<f32>) -> tensor<4x8192xf32>
+    return %1 : tensor<4x8192xf32>
+  }
+}
