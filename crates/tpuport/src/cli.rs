@@ -74,4 +74,7 @@ pub(crate) enum Command {
     Catalog(commands::catalog::CatalogArgs),
     /// Print the documentation of a finding or rule code.
     Explain(commands::explain::ExplainArgs),
+    /// Compare a model's outputs with a reference (files, f32, onnxruntime), emulate TPU
+    /// matmul precision, and bisect to the first divergent op.
+    Validate(commands::validate::ValidateArgs),
 }

@@ -10,6 +10,7 @@ pub(crate) mod inspect;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod run;
+pub(crate) mod validate;
 
 use std::process::ExitCode;
 
@@ -48,5 +49,6 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Port(a) => port::run(&a, global, p),
         Command::Catalog(a) => catalog::run(&a, global, p),
         Command::Explain(a) => explain::run(&a, global, p),
+        Command::Validate(a) => validate::run(&a, global, p),
     }
 }
