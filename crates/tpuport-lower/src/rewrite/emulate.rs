@@ -1,7 +1,8 @@
 //! TPU matmul-precision emulation: f32 `dot_general` and `convolution` operands get the
 //! numerics of the TPU MXU (bf16 multiplies, f32 accumulation), on any backend.
 //!
-//! With `x → rt(x)` the round trip f32 → bf16 → f32 (round to nearest even), operands split as
+//! With `x → rt(x)` the rounding of f32 to bf16 precision (round to nearest even, kept in f32
+//! by `stablehlo.reduce_precision`), operands split as
 //! `a = a0 + a1 + a2` with `a0 = rt(a)`, `a1 = rt(a − a0)`, `a2 = rt(a − a0 − a1)`, and:
 //! - `DEFAULT` (1 pass): `op(a0, b0)`;
 //! - `HIGH` (3 passes): `op(a0, b0) + op(a0, b1) + op(a1, b0)`;
@@ -18,7 +19,7 @@
 use serde::Serialize;
 use tpuport_model::{Attr, DType, Graph, Model, Node, ValueId};
 
-use super::{fresh_value, recompute_producers, simple_op, with_dtype};
+use super::{fresh_value, recompute_producers, simple_op};
 use crate::LowerError;
 
 /// TPU matmul precision (JAX `lax.Precision`).
@@ -194,6 +195,11 @@ fn graph(
 }
 
 /// Splits f32 `x` into `parts` bf16-representable f32 pieces, appending the ops to `nodes`.
+///
+/// Rounding is `stablehlo.reduce_precision` to bf16's 8 exponent / 7 mantissa bits (round to
+/// nearest even, as a convert to bf16 does). A `convert` f32 → bf16 → f32 pair would say the
+/// same, but XLA's algebraic simplifier may drop such pairs (`xla_allow_excess_precision`,
+/// on by default), which silently undoes the emulation; `reduce_precision` is kept.
 fn split(
     g: &mut Graph,
     nodes: &mut Vec<Node>,
@@ -202,14 +208,16 @@ fn split(
     loc: &Option<String>,
 ) -> Vec<ValueId> {
     let ty = g.value(x).ty.clone();
-    let bf = with_dtype(&ty, DType::BF16);
     let mut out = Vec::with_capacity(parts);
     let mut rest = x;
     for k in 0..parts {
-        let low = fresh_value(g, "bf16_", bf.clone());
-        nodes.push(simple_op("stablehlo.convert", &[rest], low, loc.clone()));
-        let piece = fresh_value(g, "rt", ty.clone());
-        nodes.push(simple_op("stablehlo.convert", &[low], piece, loc.clone()));
+        let piece = fresh_value(g, "bf16_", ty.clone());
+        let mut rp = simple_op("stablehlo.reduce_precision", &[rest], piece, loc.clone());
+        rp.attrs = vec![
+            ("exponent_bits".to_owned(), Attr::Text("8 : i32".to_owned())),
+            ("mantissa_bits".to_owned(), Attr::Text("7 : i32".to_owned())),
+        ];
+        nodes.push(rp);
         out.push(piece);
         if k + 1 < parts {
             let r = fresh_value(g, "rem", ty.clone());

@@ -1026,16 +1026,18 @@ fn render_bisect(s: &mut String, b: &Bisection, rows: usize) {
             (Verdict::Error { .. }, _) => "?",
             (Verdict::Pass, _) => "",
         };
-        let label = format!(
-            "{} {}{}",
-            st.probe.name,
-            st.probe.op.trim_start_matches("stablehlo."),
-            st.probe.location.as_deref().map_or_else(String::new, |l| format!(" [{l}]"))
-        );
-        let label: String = label.chars().take(60).collect();
+        let loc = st.probe.location.as_deref().map_or_else(String::new, |l| {
+            // `jit(f)/dot_general @ m.py:3` → `dot_general @ m.py:3`
+            let l =
+                if l.starts_with("jit(") { l.split_once(")/").map_or(l, |(_, r)| r) } else { l };
+            format!(" [{l}]")
+        });
+        let label =
+            format!("{} {}{loc}", st.probe.name, st.probe.op.trim_start_matches("stablehlo."));
+        let label: String = label.chars().take(64).collect();
         let _ = writeln!(
             s,
-            "  {:>5} {label:<60} {:>9.2e} |{bar:<32}| {mark}",
+            "  {:>5} {label:<64} {:>9.2e} |{bar:<32}| {mark}",
             format!("#{i}"),
             st.rel_rmse
         );
