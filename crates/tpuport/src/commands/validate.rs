@@ -650,7 +650,7 @@ fn read_named_tensors(path: &Path) -> anyhow::Result<Vec<(String, HostTensor)>> 
             path.display()
         );
     };
-    out.sort_by(|x, y| natural(&x.0).cmp(&natural(&y.0)));
+    out.sort_by_key(|x| natural(&x.0));
     Ok(out)
 }
 
