@@ -164,13 +164,14 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
     let cand_mod = module(&a.model, &prep.candidate, "candidate");
     let rt = a.runtime.open(&cand_mod, p)?;
     let platform = rt.client.platform_name().to_owned();
-    let cand = run_module(&rt, &cand_mod, &prep, &samples)
+    let mut keep = KeepAlive::default();
+    let cand = run_module(&rt, &cand_mod, &prep, &samples, &mut keep)
         .with_context(|| format!("running {} (candidate)", a.model.display()))?;
     let need_f32_run = matches!(reference, ReferenceKind::F32) || a.bisect;
     let f32_run = if need_f32_run {
         let m = module(&a.model, &prep.reference, "reference");
         Some(
-            run_module(&rt, &m, &prep, &samples)
+            run_module(&rt, &m, &prep, &samples, &mut keep)
                 .with_context(|| format!("running {} (f32 reference)", a.model.display()))?,
         )
     } else {
@@ -517,6 +518,19 @@ fn short_loc(loc: &str) -> String {
     }
 }
 
+/// Device buffers and executables held until the command ends.
+///
+/// Measured with the XLA:CPU plugin (xla-cpu-pjrt 0.0.1): when the input buffers of one
+/// execution are freed and new ones allocated for the next, a later execution sometimes
+/// computes with the previous sample's weights (a stable wrong result, e.g. 1 run in 3 with
+/// `--random 2` on mlp_b128), consistent with a cache keyed by buffer address. Keeping every
+/// buffer alive until the end makes the runs reproducible.
+#[derive(Default)]
+struct KeepAlive {
+    buffers: Vec<Vec<Vec<tpuport_pjrt::Buffer>>>,
+    executables: Vec<tpuport_pjrt::Compiled>,
+}
+
 /// Runs a module once per sample and stacks each result over the samples (`[N, ...]` when
 /// N > 1).
 fn run_module(
@@ -524,9 +538,10 @@ fn run_module(
     m: &Module,
     prep: &Prepared,
     samples: &[Vec<HostTensor>],
+    keep: &mut KeepAlive,
 ) -> anyhow::Result<Vec<HostTensor>> {
-    let compiled = rt.cache.get_or_compile(&rt.client, &m.program, &m.compile_options())?;
-    let exe = &compiled.executable;
+    keep.executables.push(rt.cache.get_or_compile(&rt.client, &m.program, &m.compile_options())?);
+    let exe = &keep.executables.last().context("no executable")?.executable;
     let mut per_result: Vec<Vec<HostTensor>> = Vec::new();
     for sample in samples {
         let mut inputs: Vec<(String, HostTensor)> = Vec::new();
@@ -548,6 +563,7 @@ fn run_module(
             .iter()
             .map(|b| b.to_host())
             .collect::<Result<_, _>>()?;
+        keep.buffers.push(bufs);
         if per_result.is_empty() {
             per_result = host.into_iter().map(|t| vec![t]).collect();
         } else {
