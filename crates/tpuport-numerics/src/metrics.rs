@@ -49,8 +49,10 @@ pub struct ClassMetrics {
     /// `probabilities` when every reference row is non-negative and sums to 1 (within 1e-3),
     /// else `logits` (rows go through a softmax before the KL divergence).
     pub interpreted_as: &'static str,
-    /// Rows compared (elements / classes).
+    /// Rows (elements / classes).
     pub rows: u64,
+    /// Rows left out because they hold a NaN or Inf on either side (top-k is undefined there).
+    pub rows_non_finite: u64,
     /// Size of the last axis.
     pub classes: u64,
     /// Fraction of rows whose arg-max agrees.
@@ -274,10 +276,14 @@ fn class_metrics(r: &[f64], c: &[f64], classes: u64) -> Option<ClassMetrics> {
         kl_sum += kl;
         kl_max = kl_max.max(kl);
     }
-    let denom = counted.max(1) as f64;
+    if counted == 0 {
+        return None;
+    }
+    let denom = counted as f64;
     Some(ClassMetrics {
         interpreted_as: if probs { "probabilities" } else { "logits" },
         rows: rows as u64,
+        rows_non_finite: rows as u64 - counted,
         classes,
         top1_agreement: top1 as f64 / denom,
         top5_agreement: (k >= 5).then(|| top5 as f64 / (5.0 * denom)),

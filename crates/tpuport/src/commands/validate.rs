@@ -810,11 +810,10 @@ import sys, numpy as np, onnxruntime as ort
 model, inp, out = sys.argv[1:4]
 s = ort.InferenceSession(model, providers=['CPUExecutionProvider'])
 z = np.load(inp)
-n = len(z.files) // 1
 names = [i.name for i in s.get_inputs()]
 outs = []
 for k in range(int(sys.argv[4])):
-    feed = {nm: z[f's{k}_{nm}'] for nm in names}
+    feed = {nm: z[f's{k}_{nm}'] for nm in names if f's{k}_{nm}' in z.files}
     outs.append(s.run(None, feed))
 np.savez(out, **{f'out{i}': (np.stack([o[i] for o in outs]) if len(outs) > 1 else outs[0][i]) for i in range(len(outs[0]))})
 ";
@@ -955,6 +954,13 @@ fn render(r: &Report, chart_rows: usize) -> String {
                     c.kl_mean,
                     c.kl_max
                 );
+                if c.rows_non_finite > 0 {
+                    let _ = writeln!(
+                        s,
+                        "  ({} row(s) with NaN/Inf left out of the last-axis metrics)",
+                        c.rows_non_finite
+                    );
+                }
             }
         }
         match &o.verdict {
@@ -1057,5 +1063,116 @@ fn render_bisect(s: &mut String, b: &Bisection, rows: usize) {
             format!("#{i}"),
             st.rel_rmse
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn t(shape: &[u64], v: &[f32]) -> HostTensor {
+        HostTensor::from_f32(shape.to_vec(), v).unwrap()
+    }
+
+    /// A report over hand-made tensors: one passing output with logits, one failing with a
+    /// NaN, one missing from the reference, and a bisection.
+    fn report() -> Report {
+        let policy = Policy::new(Precision::TpuDefault);
+        let tol = &policy.tolerance;
+        let logits_ref = t(&[2, 5], &[2.0, 1.0, 0.5, -1.0, 0.0, 0.1, 0.2, 3.0, -2.0, 1.0]);
+        let logits = t(&[2, 5], &[2.01, 1.0, 0.5, -1.0, 0.0, 0.1, 0.2, 2.99, -2.0, 1.0]);
+        let m0 = tpuport_numerics::compare(&logits_ref, &logits, tol).unwrap();
+        let m1 = tpuport_numerics::compare(
+            &t(&[4], &[1.0, 2.0, 3.0, 4.0]),
+            &t(&[4], &[1.0, 2.5, f32::NAN, 4.0]),
+            tol,
+        )
+        .unwrap();
+        let probes: Vec<Probe> = ["%0", "%1", "%2"]
+            .iter()
+            .zip(["stablehlo.dot_general", "stablehlo.reduce", "stablehlo.divide"])
+            .map(|(n, op)| Probe {
+                name: (*n).to_owned(),
+                op: op.to_owned(),
+                location: Some(format!(
+                    "jit(f)/{} @ model.py:7",
+                    op.trim_start_matches("stablehlo.")
+                )),
+            })
+            .collect();
+        let r = vec![t(&[2], &[1.0, 2.0]), t(&[2], &[10.0, 20.0]), t(&[2], &[0.1, 0.1])];
+        let c = vec![t(&[2], &[1.001, 2.0]), t(&[2], &[12.0, 20.0]), t(&[2], &[0.12, 0.1])];
+        let bisect = tpuport_numerics::bisect(&probes, &r, &c, &policy);
+        let outputs = vec![
+            OutputReport {
+                index: 0,
+                name: "out0 (logits)".to_owned(),
+                dtype: Some(DType::F32),
+                shape: Some(vec![2, 5]),
+                verdict: policy.verdict(&m0),
+                metrics: Some(m0),
+            },
+            OutputReport {
+                index: 1,
+                name: "out1".to_owned(),
+                dtype: Some(DType::F32),
+                shape: Some(vec![4]),
+                verdict: policy.verdict(&m1),
+                metrics: Some(m1),
+            },
+            OutputReport {
+                index: 2,
+                name: "out2".to_owned(),
+                dtype: Some(DType::F32),
+                shape: Some(vec![3]),
+                verdict: Verdict::Error {
+                    reason: "output 2 (`out2`) is missing from the reference".to_owned(),
+                },
+                metrics: None,
+            },
+        ];
+        Report {
+            schema: SCHEMA,
+            model: PathBuf::from("model.mlir"),
+            platform: "cpu".to_owned(),
+            reference: ReferenceReport { kind: "f32", path: None },
+            emulate: Emulate::TpuDefault,
+            emulation: Some(EmulationStats {
+                default: 3,
+                high: 0,
+                highest: 1,
+                raised_by_precision_config: 1,
+                skipped: vec![],
+            }),
+            policy,
+            samples: 1,
+            passed: false,
+            outputs,
+            bisect: Some(bisect),
+        }
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        insta::assert_snapshot!(render(&report(), 40));
+    }
+
+    #[test]
+    fn json_report_snapshot() {
+        insta::assert_json_snapshot!(report());
+    }
+
+    #[test]
+    fn short_locations() {
+        assert_eq!(
+            short_loc("\"jit(f)/dot_general\"(\"/src/m.py\":12:4)"),
+            "jit(f)/dot_general @ m.py:12"
+        );
+        assert_eq!(short_loc("\"x\""), "x");
+        assert_eq!(natural("arg10").1, 10);
+        let mut v = vec!["arg10", "arg2", "arg1"];
+        v.sort_by_key(|s| natural(s));
+        assert_eq!(v, ["arg1", "arg2", "arg10"]);
     }
 }
