@@ -388,3 +388,36 @@ fn random_inputs_are_seeded() {
     assert_ne!(a, c);
     assert!(a > 0.0);
 }
+
+/// A model computing in bf16 (arguments stored as u16 bit patterns, the JAX fixtures'
+/// convention) against its own f32 promotion: bf16 policy, bf16-sized drift, and `--probe`
+/// restricting the bisection.
+#[test]
+fn bf16_model_against_its_f32_promotion() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = jax("encoder_bf16");
+    let (model, inputs) = (dir.join("export.mlir"), dir.join("inputs"));
+    let r = validate_json(
+        cache.path(),
+        &[s(&model), "--inputs", s(&inputs), "--bisect", "--probe", "%0", "--probe", "%34"],
+        0,
+    );
+    assert_eq!(r["policy"]["precision"], "bf16");
+    assert_eq!(r["outputs"][0]["dtype"], "bf16");
+    let rel = metric(&r, 0, "rel_rmse");
+    assert!((1e-4..2e-2).contains(&rel), "rel rmse {rel:.3e}");
+    let top1 = r["outputs"][0]["metrics"]["classes"]["top1_agreement"].as_f64().unwrap();
+    assert!(top1 > 0.9, "{top1}");
+    let steps = r["bisect"]["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["%0", "%34"]);
+    assert!(steps.iter().all(|s| s["rel_rmse"].as_f64().unwrap() > 0.0));
+    assert!(steps[0]["location"].as_str().unwrap().contains("jax_models.py:"), "{:#}", steps[0]);
+
+    let o = validate(
+        cache.path(),
+        &[s(&model), "--inputs", s(&inputs), "--bisect", "--probe", "%nope"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no float op result named `%nope`"), "{}", o.stderr);
+}

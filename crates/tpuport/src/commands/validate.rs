@@ -55,6 +55,10 @@ pub(crate) struct ValidateArgs {
     /// whose error crosses the tolerance.
     #[arg(long)]
     pub(crate) bisect: bool,
+    /// With --bisect: compare only these values (SSA names such as `%12`; ONNX value names),
+    /// repeatable. Default: every float op result of `@main`.
+    #[arg(long = "probe", value_name = "NAME", requires = "bisect")]
+    pub(crate) probes: Vec<String>,
     /// Relative tolerance (default: per precision, see docs/validate.md).
     #[arg(long, value_name = "X")]
     pub(crate) rtol: Option<f64>,
@@ -395,8 +399,10 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
     let mut refm = model;
     let mut probes = Vec::new();
     if a.bisect {
-        let exposed = rewrite::expose(&mut cand, None)?;
-        let _ = rewrite::expose(&mut refm, None)?;
+        let only = (!a.probes.is_empty()).then_some(a.probes.as_slice());
+        let exposed = rewrite::expose(&mut cand, only)
+            .with_context(|| format!("--probe: {}", a.model.display()))?;
+        let _ = rewrite::expose(&mut refm, only)?;
         probes = exposed
             .into_iter()
             .map(|e| Probe {
@@ -443,7 +449,9 @@ fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Lowering> {
         }
     }
     let onnx = tpuport_formats::open(&a.model, &opts)?;
-    let expose: Vec<String> = if a.bisect {
+    let expose: Vec<String> = if a.bisect && !a.probes.is_empty() {
+        a.probes.clone()
+    } else if a.bisect {
         onnx.graph
             .nodes
             .iter()
@@ -706,7 +714,7 @@ fn bind(
     }
     let mut out = Vec::with_capacity(args.len());
     for (i, (a, s)) in args.iter().zip(slots).enumerate() {
-        let Some((src, t)) = s else {
+        let Some((src, mut t)) = s else {
             bail!(
                 "{}: no tensor for input {i} `{}` ({}{:?})",
                 path.display(),
@@ -715,6 +723,10 @@ fn bind(
                 a.shape
             );
         };
+        // npy has no bf16: JAX tooling (and the fixtures) store bf16 as its u16 bit pattern
+        if a.dtype == DType::BF16 && t.dtype == DType::U16 && t.shape == a.shape {
+            t = HostTensor::new(DType::BF16, t.shape.clone(), t.into_data())?;
+        }
         if t.dtype != a.dtype || t.shape != a.shape {
             bail!(
                 "{}: `{src}` for input {i} `{}` is {}{:?}, the model expects {}{:?}",
@@ -929,6 +941,16 @@ fn render(r: &Report, chart_rows: usize) -> String {
                 m.elements,
                 m.fraction_outside * 100.0
             );
+            if let (Some(i), Some(r0), Some(c0), Some(sh)) =
+                (m.worst_index, m.worst_reference, m.worst_candidate, &o.shape)
+                && m.max_abs > 0.0
+            {
+                let _ = writeln!(
+                    s,
+                    "  worst element {:?}: reference {r0:.6e}, candidate {c0:.6e}",
+                    unravel(i, sh)
+                );
+            }
             let nf = &m.non_finite;
             if nf.reference_nan + nf.reference_inf + nf.candidate_nan + nf.candidate_inf > 0 {
                 let _ = writeln!(
@@ -988,6 +1010,18 @@ fn render(r: &Report, chart_rows: usize) -> String {
         r.outputs.len()
     );
     s
+}
+
+/// Flat index → multi-index in row-major order.
+fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
+    let mut idx = vec![0; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        if d > 0 {
+            idx[k] = i % d;
+            i /= d;
+        }
+    }
+    idx
 }
 
 fn render_bisect(s: &mut String, b: &Bisection, rows: usize) {
