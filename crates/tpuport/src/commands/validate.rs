@@ -323,7 +323,7 @@ fn module(path: &Path, text: &str, what: &str) -> Module {
 /// Reads the model and builds the candidate and reference modules.
 fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
     let is_onnx = a.model.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"));
-    let (model, weights, onnx_names) = if is_onnx {
+    let Source { model, weights, arg_names, onnx } = if is_onnx {
         lower_onnx(a)?
     } else {
         let bytes =
@@ -336,8 +336,8 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
         }
         let text = String::from_utf8(bytes)
             .with_context(|| format!("{}: not UTF-8 text", a.model.display()))?;
-        let m = stablehlo::parse_text(&a.model, &text, &tpuport_formats::Limits::default())?;
-        (m, Vec::new(), None)
+        let model = stablehlo::parse_text(&a.model, &text, &tpuport_formats::Limits::default())?;
+        Source { model, weights: Vec::new(), arg_names: Vec::new(), onnx: None }
     };
     let g = &model.graph;
     if g.nodes.is_empty() && g.inputs.is_empty() {
@@ -374,16 +374,22 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
         if weight_pos.contains(&i) {
             continue;
         }
-        let name = onnx_names
-            .as_ref()
-            .and_then(|n: &Vec<Option<String>>| n.get(i).cloned().flatten())
+        let name = arg_names
+            .get(i)
+            .cloned()
+            .flatten()
             .unwrap_or_else(|| g.value(id).name.trim_start_matches('%').to_owned());
         args.push(sig(id, name)?);
     }
     let mut outputs = Vec::new();
-    for (i, &id) in g.outputs.iter().enumerate() {
-        let name = result_attr(g, i, "jax.result_info")
-            .and_then(tpuport_model::Attr::as_str)
+    // a lowered ONNX model's results: the graph outputs, then the values exposed for --bisect
+    let n_out = onnx.as_ref().map_or(g.outputs.len(), |o| o.outputs.len());
+    for (i, &id) in g.outputs.iter().enumerate().take(n_out) {
+        let label = match &onnx {
+            Some(o) => Some(o.outputs[i].as_str()),
+            None => result_attr(g, i, "jax.result_info").and_then(tpuport_model::Attr::as_str),
+        };
+        let name = label
             .filter(|s| !s.is_empty())
             .map_or_else(|| format!("out{i}"), |s| format!("out{i} ({s})"));
         outputs.push(sig(id, name)?);
@@ -398,7 +404,9 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
     let mut cand = model.clone();
     let mut refm = model;
     let mut probes = Vec::new();
-    if a.bisect {
+    if let Some(o) = onnx {
+        probes = o.probes;
+    } else if a.bisect {
         let only = (!a.probes.is_empty()).then_some(a.probes.as_slice());
         let exposed = rewrite::expose(&mut cand, only)
             .with_context(|| format!("--probe: {}", a.model.display()))?;
@@ -436,11 +444,28 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
     })
 }
 
-type Lowering = (Model, Vec<(usize, HostTensor)>, Option<Vec<Option<String>>>);
+/// The model to validate, as a StableHLO model plus what the caller does not provide.
+struct Source {
+    model: Model,
+    /// Module arguments fed from the model file, by position (lowered ONNX weights).
+    weights: Vec<(usize, HostTensor)>,
+    /// Argument names by position (ONNX input names), where known.
+    arg_names: Vec<Option<String>>,
+    onnx: Option<OnnxSource>,
+}
 
-/// ONNX: bind input shapes from the input files, lower (exposing every node output when
-/// bisecting), and read the lowered module back for the rewrites.
-fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Lowering> {
+/// What the ONNX lowering says about its module's results.
+struct OnnxSource {
+    /// Graph output names (the module's first results).
+    outputs: Vec<String>,
+    /// The values exposed for --bisect (the results after the outputs), in graph order.
+    probes: Vec<Probe>,
+}
+
+/// ONNX: bind input shapes from the input files, lower (returning every float node output as
+/// an extra result when bisecting, or the --probe values), and read the lowered module back for
+/// the rewrites.
+fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Source> {
     use tpuport_lower::onnx::{ArgSource, LowerOptions, lower};
     let mut opts = tpuport_formats::ImportOptions::default();
     if let Some(path) = &a.inputs {
@@ -449,30 +474,46 @@ fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Lowering> {
         }
     }
     let onnx = tpuport_formats::open(&a.model, &opts)?;
-    let expose: Vec<String> = if a.bisect && !a.probes.is_empty() {
-        a.probes.clone()
-    } else if a.bisect {
-        onnx.graph
-            .nodes
+    let g = &onnx.graph;
+    // value name -> (op, node name) of its producer
+    let producer =
+        |name: &str| g.nodes.iter().find(|n| n.outputs.iter().any(|o| g.value(*o).name == name));
+    let expose: Vec<String> = if !a.bisect {
+        Vec::new()
+    } else if a.probes.is_empty() {
+        g.nodes
             .iter()
-            .flat_map(|n| n.outputs.iter().map(|o| onnx.graph.value(*o)))
+            .flat_map(|n| n.outputs.iter().map(|o| g.value(*o)))
             .filter(|v| v.ty.dtype.is_some_and(DType::is_float))
             .map(|v| v.name.clone())
             .collect()
     } else {
-        Vec::new()
+        a.probes.clone()
     };
-    let lowered = lower(&onnx, &LowerOptions { expose, ..LowerOptions::default() })
+    let lowered = lower(&onnx, &LowerOptions { expose: expose.clone(), ..LowerOptions::default() })
         .with_context(|| format!("lowering {}", a.model.display()))?;
     let model = stablehlo::parse_text(&a.model, &lowered.mlir, &tpuport_formats::Limits::default())
         .context("reading back the lowered module")?;
+    let n_out = lowered.results.len().saturating_sub(expose.len());
+    let outputs = lowered.results[..n_out].iter().map(|r| r.name.clone()).collect();
+    let probes = lowered.results[n_out..]
+        .iter()
+        .map(|r| {
+            let node = producer(&r.name);
+            Probe {
+                name: r.name.clone(),
+                op: node.map_or_else(String::new, tpuport_model::Node::qualified_op),
+                location: node.map(|n| n.name.clone()).filter(|n| !n.is_empty()),
+            }
+        })
+        .collect();
     let mut weights = Vec::new();
-    let mut names = Vec::new();
+    let mut arg_names = Vec::new();
     for (i, b) in lowered.args.iter().enumerate() {
         match &b.source {
-            ArgSource::Input(n) => names.push(Some(n.clone())),
+            ArgSource::Input(n) => arg_names.push(Some(n.clone())),
             ArgSource::Weight(n) => {
-                names.push(None);
+                arg_names.push(None);
                 let w = onnx
                     .weights
                     .by_name(n)
@@ -489,7 +530,7 @@ fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Lowering> {
             }
         }
     }
-    Ok((model, weights, Some(names)))
+    Ok(Source { model, weights, arg_names, onnx: Some(OnnxSource { outputs, probes }) })
 }
 
 /// bf16 or f16 when any op of the module computes in it, else f32.
