@@ -353,6 +353,15 @@ fn bad_references_and_inputs_are_reported() {
     let o = validate(cache.path(), &[s(&model)]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("give --inputs DIR|FILE or --random N"), "{}", o.stderr);
+
+    // the rewritten modules can be saved (and are what ran)
+    let mods = tmp.path().join("modules");
+    let o = run(&["--emulate", "tpu-high", "--save-modules", s(&mods)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let cand = std::fs::read_to_string(mods.join("candidate.mlir")).unwrap();
+    assert_eq!(cand.matches("\"stablehlo.reduce_precision\"").count(), 2 * 2 * 2, "{cand}");
+    let reference = std::fs::read_to_string(mods.join("reference.mlir")).unwrap();
+    assert!(!reference.contains("reduce_precision"));
 }
 
 /// `--random N` draws seeded samples from the signature; results stack over the samples.

@@ -71,6 +71,9 @@ pub(crate) struct ValidateArgs {
     /// Python interpreter for `--reference onnxruntime` (default: `python3` on PATH).
     #[arg(long, value_name = "PATH")]
     pub(crate) python: Option<PathBuf>,
+    /// Write the rewritten modules (`candidate.mlir`, `reference.mlir`) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) save_modules: Option<PathBuf>,
     /// Rows of the bisection chart in the text report (the JSON has every step).
     #[arg(long, value_name = "N", default_value_t = 40)]
     pub(crate) chart_rows: usize,
@@ -163,6 +166,9 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
         policy = policy.with_max_fraction_outside(f);
     }
     let reference = ReferenceKind::parse(&a.reference, prep.onnx)?;
+    if let Some(dir) = &a.save_modules {
+        save_modules(dir, &prep)?;
+    }
 
     let n_out = prep.outputs.len();
     let cand_mod = module(&a.model, &prep.candidate, "candidate");
@@ -269,6 +275,18 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
         _ => p.data(&render(&report, a.chart_rows)),
     }
     Ok(if passed { Status::Success } else { Status::Findings })
+}
+
+fn save_modules(dir: &Path, prep: &Prepared) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in [("candidate.mlir", &prep.candidate), ("reference.mlir", &prep.reference)] {
+        let path = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 enum ReferenceKind {
