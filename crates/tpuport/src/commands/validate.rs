@@ -1058,7 +1058,7 @@ fn render(r: &Report, chart_rows: usize) -> String {
     }
     if let Some(b) = &r.bisect {
         s.push('\n');
-        render_bisect(&mut s, b, chart_rows);
+        render_bisect(&mut s, b, chart_rows, r.passed);
     }
     let failed = r.outputs.iter().filter(|o| !o.verdict.passed()).count();
     let _ = writeln!(
@@ -1083,7 +1083,7 @@ fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
     idx
 }
 
-fn render_bisect(s: &mut String, b: &Bisection, rows: usize) {
+fn render_bisect(s: &mut String, b: &Bisection, rows: usize, outputs_passed: bool) {
     let _ = writeln!(
         s,
         "bisect: {} intermediate(s) compared with the f32 reference run",
@@ -1101,6 +1101,12 @@ fn render_bisect(s: &mut String, b: &Bisection, rows: usize) {
                 st.rel_rmse,
                 st.fraction_outside * 100.0
             );
+            if outputs_passed {
+                let _ = writeln!(
+                    s,
+                    "  (every output is within tolerance: this error does not reach the outputs)"
+                );
+            }
         }
         None => {
             let _ = writeln!(s, "no intermediate crosses the tolerance");
