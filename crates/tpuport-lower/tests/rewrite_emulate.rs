@@ -183,3 +183,43 @@ fn jax_fixtures_emulate_and_print() {
         }
     }
 }
+
+#[test]
+fn unshard_drops_annotations_and_refuses_manual_programs() {
+    use tpuport_lower::rewrite::unshard;
+    let jax = tpuport_testkit::fixtures("jax");
+    for name in
+        ["mlp_sharded8_dp", "mlp_sharded8_tp", "mlp_sharded8_dp_gspmd", "mlp_sharded8_tp_gspmd"]
+    {
+        let path = jax.join(name).join("jit.mlir");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("sharding"), "{name}");
+        let mut m = parse_text(&path, &text, &Limits::default()).unwrap();
+        let n = unshard(&mut m).unwrap();
+        assert!(n >= 6, "{name}: {n}");
+        let (printed, back) = round_trip(&m);
+        assert!(
+            !printed.contains("sharding") && !printed.contains("sdy.mesh"),
+            "{name}\n{printed}"
+        );
+        assert!(printed.contains("mhlo.num_partitions = 1 : i32"), "{name}");
+        assert_eq!(back.graph.inputs.len(), 5);
+    }
+    let manual = r#"
+module @m attributes {mhlo.num_partitions = 2 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = "stablehlo.all_reduce"(%arg0) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %1 : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}"#;
+    let e = unshard(&mut parse(manual)).unwrap_err();
+    assert!(
+        e.to_string().contains("stablehlo.all_reduce")
+            && e.to_string().contains("manually partitioned"),
+        "{e}"
+    );
+}

@@ -474,3 +474,32 @@ fn torch_models_against_onnxruntime() {
         }
     });
 }
+
+/// Sharded (8-partition Shardy and GSPMD) modules run unsharded on one device and match JAX's
+/// 8-device outputs at f32 tolerance.
+#[test]
+fn sharded_modules_run_unsharded() {
+    let cache = tempfile::tempdir().unwrap();
+    for name in ["mlp_sharded8_tp", "mlp_sharded8_dp_gspmd"] {
+        let d = jax(name);
+        let (model, inputs, outputs) = (d.join("jit.mlir"), d.join("inputs"), d.join("outputs"));
+        let r = validate_json(
+            cache.path(),
+            &[s(&model), "--inputs", s(&inputs), "--reference", s(&outputs)],
+            0,
+        );
+        assert_eq!(r["partitions"], 8);
+        assert_eq!(r["policy"]["precision"], "f32");
+        assert!(metric(&r, 0, "rel_rmse") < 1e-5, "{name}: {r:#}");
+        let t = validate(
+            cache.path(),
+            &[s(&model), "--inputs", s(&inputs), "--emulate", "tpu-default"],
+        );
+        assert_eq!(t.code, 0, "{}", t.stderr);
+        assert!(
+            t.stdout.contains("sharded over 8 partitions: run unsharded on one device"),
+            "{}",
+            t.stdout
+        );
+    }
+}

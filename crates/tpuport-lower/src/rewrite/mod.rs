@@ -7,7 +7,8 @@
 //! - [`retype`]: every internal tensor of some float types becomes another float type, the
 //!   `@main` signature kept (`--emulate bf16`, and the f32 reference of a mixed-precision
 //!   module);
-//! - [`expose`]: op results of `@main` returned as extra function results, for bisection.
+//! - [`expose`]: op results of `@main` returned as extra function results, for bisection;
+//! - [`unshard`]: an automatically partitioned module as a single-device one.
 //!
 //! Graph surgery conventions: new values get names starting with `%tpuport_` (unique in their
 //! graph); new nodes copy the location of the node they serve, so a report still points at the
@@ -16,10 +17,12 @@
 mod emulate;
 mod expose;
 mod retype;
+mod unshard;
 
 pub use emulate::{EmulationStats, MatmulPrecision, emulate_matmul};
 pub use expose::{Exposed, expose};
 pub use retype::retype;
+pub use unshard::unshard;
 
 use tpuport_model::{Graph, Node, NodeId, TensorType, Value, ValueId, ValueKind};
 

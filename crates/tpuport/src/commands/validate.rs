@@ -132,6 +132,8 @@ struct Report {
     emulation: Option<EmulationStats>,
     policy: Policy,
     samples: usize,
+    /// Partitions of the module as given; a sharded module runs unsharded on one device.
+    partitions: u32,
     outputs: Vec<OutputReport>,
     bisect: Option<Bisection>,
     passed: bool,
@@ -150,6 +152,8 @@ struct Prepared {
     emulation: Option<EmulationStats>,
     precision: Precision,
     onnx: bool,
+    /// Partition count of the module as given (run unsharded on one device when > 1).
+    partitions: u32,
 }
 
 pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -266,6 +270,7 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
         emulation: prep.emulation,
         policy,
         samples: samples.len(),
+        partitions: prep.partitions,
         outputs,
         bisect: bisection,
         passed,
@@ -357,18 +362,24 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
         let model = stablehlo::parse_text(&a.model, &text, &tpuport_formats::Limits::default())?;
         Source { model, weights: Vec::new(), arg_names: Vec::new(), onnx: None }
     };
-    let g = &model.graph;
-    if g.nodes.is_empty() && g.inputs.is_empty() {
+    if model.graph.nodes.is_empty() && model.graph.inputs.is_empty() {
         bail!("{}: no `@main` function to run", a.model.display());
     }
-    if let Some((_, v)) = model.metadata.properties.iter().find(|(k, _)| k == "mhlo.num_partitions")
-        && v.split(':').next().and_then(|s| s.trim().parse::<u32>().ok()).is_some_and(|n| n > 1)
-    {
-        bail!(
-            "{}: sharded modules ({v} partitions) are not supported by validate yet",
-            a.model.display()
-        );
+    let partitions = model
+        .metadata
+        .properties
+        .iter()
+        .find(|(k, _)| k == "mhlo.num_partitions")
+        .and_then(|(_, v)| v.split(':').next()?.trim().parse::<u32>().ok())
+        .unwrap_or(1);
+    let mut model = model;
+    if partitions > 1 {
+        // the same values on one device: drop the (automatic) sharding annotations
+        rewrite::unshard(&mut model).with_context(|| {
+            format!("{}: running the sharded module on one device", a.model.display())
+        })?;
     }
+    let g = &model.graph;
     let sig = |id: tpuport_model::ValueId, fallback: String| -> anyhow::Result<Sig> {
         let v = g.value(id);
         let dtype = v
@@ -459,6 +470,7 @@ fn prepare(a: &ValidateArgs) -> anyhow::Result<Prepared> {
         emulation,
         precision,
         onnx: is_onnx,
+        partitions,
     })
 }
 
@@ -951,6 +963,14 @@ fn render(r: &Report, chart_rows: usize) -> String {
         },
         r.samples
     );
+    if r.partitions > 1 {
+        let _ = writeln!(
+            s,
+            "sharded over {} partitions: run unsharded on one device (same values, collective \
+             reduction order aside)",
+            r.partitions
+        );
+    }
     if let Some(e) = &r.emulation {
         let _ = writeln!(
             s,
@@ -1246,6 +1266,7 @@ mod tests {
             }),
             policy,
             samples: 1,
+            partitions: 1,
             passed: false,
             outputs,
             bisect: Some(bisect),
