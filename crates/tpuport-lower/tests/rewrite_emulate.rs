@@ -223,3 +223,18 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
         "{e}"
     );
 }
+
+#[test]
+fn plain_dot_is_emulated_too() {
+    let text = r#"
+func.func public @main(%arg0: tensor<4x8xf32>, %arg1: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  %0 = "stablehlo.dot"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}"#;
+    let mut m = parse(text);
+    let s = emulate_matmul(&mut m, MatmulPrecision::High).unwrap();
+    assert_eq!(s.high, 1);
+    let (_, back) = round_trip(&m);
+    assert_eq!(count(&back, "stablehlo.dot"), 3);
+    assert_eq!(count(&back, "stablehlo.add"), 2);
+}

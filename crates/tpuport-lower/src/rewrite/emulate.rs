@@ -1,4 +1,4 @@
-//! TPU matmul-precision emulation: f32 `dot_general` and `convolution` operands get the
+//! TPU matmul-precision emulation: f32 `dot_general`, `dot` and `convolution` operands get the
 //! numerics of the TPU MXU (bf16 multiplies, f32 accumulation), on any backend.
 //!
 //! With `x → rt(x)` the rounding of f32 to bf16 precision (round to nearest even, kept in f32
@@ -111,7 +111,10 @@ fn graph(
         for (_, sg) in &mut node.subgraphs {
             graph(sg, level, stats)?;
         }
-        if !matches!(node.op.as_str(), "stablehlo.dot_general" | "stablehlo.convolution") {
+        if !matches!(
+            node.op.as_str(),
+            "stablehlo.dot_general" | "stablehlo.dot" | "stablehlo.convolution"
+        ) {
             nodes.push(node);
             continue;
         }
