@@ -47,12 +47,14 @@ EXCESS = "--excess" in sys.argv
 if not EXCESS:
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_allow_excess_precision=false").strip()
 
-import jax_models  # noqa: E402  (sets XLA_FLAGS before jax is imported)
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.extend import core as jcore  # noqa: E402
+import jax_models  # sets XLA_FLAGS before jax is imported
+
+# isort: split
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend import core as jcore
 
 FIXTURES = {
     "mlp_b1": jax_models.mlp,
@@ -184,7 +186,7 @@ def _f32_truth(x, w):
 
 
 def _plant_line(tag: str) -> int:
-    lines, start = inspect.getsourcelines(sys.modules[__name__])
+    lines, _ = inspect.getsourcelines(sys.modules[__name__])
     return next(i + 1 for i, ln in enumerate(lines) if f"# PLANT {tag}" in ln)
 
 
