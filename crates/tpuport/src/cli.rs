@@ -64,6 +64,8 @@ pub(crate) enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Execute a StableHLO module on a PJRT device with inputs from .npy files.
     Run(commands::run::RunArgs),
+    /// Lower an ONNX model to static StableHLO modules, one per batch bucket, with a manifest.
+    Lower(commands::lower::LowerArgs),
     /// Benchmark a StableHLO module: compile time, latency percentiles, throughput.
     Bench(commands::bench::BenchArgs),
     /// Lint Python training and serving scripts for TPU-hostile patterns.

@@ -17,6 +17,7 @@
 
 pub mod header;
 mod index;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use memmap2::Mmap;
 use tpuport_model::{Framework, Model, ModelFormat, NoteLevel, Weight, WeightData};
 
 pub use header::{Header, TensorEntry, dtype_name};
+pub use write::{TensorOut, write_safetensors};
 
 use crate::{FormatError, ImportOptions, Importer, Limits};
 

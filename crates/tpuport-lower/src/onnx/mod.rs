@@ -9,6 +9,11 @@ use tpuport_model::{DType, Model};
 
 use crate::LowerError;
 
+mod cx;
+mod emit;
+mod host;
+mod ops;
+
 /// Element type used for compute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -81,6 +86,61 @@ pub struct Lowered {
 /// [`LowerError::Unsupported`] naming the first node whose op, attribute or opset is not
 /// handled; [`LowerError::Invalid`] when a shape is not static.
 pub fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, LowerError> {
-    let _ = (model, opts);
-    Err(LowerError::Invalid("ONNX lowering is not implemented yet".to_owned()))
+    cx::lower(model, opts, &[])
+}
+
+/// Like [`lower`], with the values of some graph inputs known at lowering time. They are used
+/// only where an op needs a static operand (Reshape's shape, Slice's starts, reduction axes,
+/// Pad's pads, ...); the inputs stay module arguments. This is how a static compiler handles
+/// models (like the ONNX node tests) that feed such operands from graph inputs.
+///
+/// # Errors
+/// As [`lower`]; [`LowerError::Invalid`] for a bound value of an unsupported dtype.
+pub fn lower_with_values(
+    model: &Model,
+    opts: &LowerOptions,
+    values: &[(String, tpuport_model::HostTensor)],
+) -> Result<Lowered, LowerError> {
+    cx::lower(model, opts, values)
+}
+
+/// Whether the lowering handles an op at an opset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Support {
+    /// Lowered (possibly with attribute values rejected at lowering time; see `notes`).
+    Supported {
+        /// Op family file (`elementwise`, `matmul`, ...).
+        family: &'static str,
+        /// Oldest opset handled.
+        since: i64,
+    },
+    /// Known op, but the model's opset is older than the lowering handles.
+    OldOpset {
+        /// Oldest opset handled.
+        since: i64,
+    },
+    /// Not lowered at all.
+    Unsupported,
+}
+
+/// Answers whether `op` in `domain` at `opset` is lowered (for `audit` findings).
+#[must_use]
+pub fn support(op: &str, domain: &str, opset: i64) -> Support {
+    match ops::find(op, domain) {
+        Some((family, r)) if opset >= r.since => Support::Supported { family, since: r.since },
+        Some((_, r)) => Support::OldOpset { since: r.since },
+        None => Support::Unsupported,
+    }
+}
+
+/// Every (op, family, oldest opset) the lowering handles, sorted by op.
+#[must_use]
+pub fn supported_ops() -> Vec<(&'static str, &'static str, i64)> {
+    let mut v: Vec<_> = ops::families()
+        .iter()
+        .flat_map(|(f, rules)| rules.iter().map(move |r| (r.op, *f, r.since)))
+        .collect();
+    v.sort_unstable();
+    v
 }

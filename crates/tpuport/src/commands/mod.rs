@@ -7,6 +7,7 @@ pub(crate) mod check;
 pub(crate) mod doctor;
 pub(crate) mod explain;
 pub(crate) mod inspect;
+pub(crate) mod lower;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod run;
@@ -44,6 +45,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Inspect(a) => inspect::run(&a, global, p),
         Command::Doctor(a) => doctor::run(&a, global, p),
         Command::Run(a) => run::run(&a, global, p),
+        Command::Lower(a) => lower::run(&a, global, p),
         Command::Bench(a) => bench::run(&a, global, p),
         Command::Check(a) => check::run(&a, global, p),
         Command::Port(a) => port::run(&a, global, p),

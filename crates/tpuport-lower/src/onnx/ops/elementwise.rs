@@ -1,0 +1,623 @@
+//! Elementwise ops: unary math, binary arithmetic with numpy broadcasting, comparisons, logic,
+//! Where, Clip, Cast, activation functions.
+
+use tpuport_model::{DType, Node};
+
+use super::{Rule, rule};
+use crate::LowerError;
+use crate::onnx::cx::Cx;
+use crate::onnx::emit::{T, max_of, min_of};
+use crate::onnx::host::{HOST_MAX, HostVal, bcast_index, broadcast_shapes};
+
+pub(crate) const RULES: &[Rule] = &[
+    rule("Add", 7, binary),
+    rule("Sub", 7, binary),
+    rule("Mul", 7, binary),
+    rule("Div", 7, binary),
+    rule("Pow", 7, binary),
+    rule("Mod", 10, binary),
+    rule("Max", 8, variadic),
+    rule("Min", 8, variadic),
+    rule("Sum", 8, variadic),
+    rule("Mean", 8, variadic),
+    rule("Equal", 7, binary),
+    rule("Less", 7, binary),
+    rule("Greater", 7, binary),
+    rule("LessOrEqual", 12, binary),
+    rule("GreaterOrEqual", 12, binary),
+    rule("And", 7, binary),
+    rule("Or", 7, binary),
+    rule("Xor", 7, binary),
+    rule("BitwiseAnd", 18, binary),
+    rule("BitwiseOr", 18, binary),
+    rule("BitwiseXor", 18, binary),
+    rule("BitShift", 11, binary),
+    rule("PRelu", 7, binary),
+    rule("Not", 1, unary),
+    rule("BitwiseNot", 18, unary),
+    rule("Abs", 6, unary),
+    rule("Neg", 6, unary),
+    rule("Exp", 6, unary),
+    rule("Log", 6, unary),
+    rule("Sqrt", 6, unary),
+    rule("Reciprocal", 6, unary),
+    rule("Floor", 6, unary),
+    rule("Ceil", 6, unary),
+    rule("Round", 11, unary),
+    rule("Sign", 9, unary),
+    rule("Sin", 7, unary),
+    rule("Cos", 7, unary),
+    rule("Tan", 7, unary),
+    rule("Asin", 7, unary),
+    rule("Acos", 7, unary),
+    rule("Atan", 7, unary),
+    rule("Sinh", 9, unary),
+    rule("Cosh", 9, unary),
+    rule("Asinh", 9, unary),
+    rule("Acosh", 9, unary),
+    rule("Atanh", 9, unary),
+    rule("Tanh", 6, unary),
+    rule("Sigmoid", 6, unary),
+    rule("Relu", 6, unary),
+    rule("Erf", 9, unary),
+    rule("IsNaN", 9, unary),
+    rule("IsInf", 10, unary),
+    rule("LeakyRelu", 6, unary),
+    rule("Elu", 6, unary),
+    rule("Selu", 6, unary),
+    rule("Celu", 12, unary),
+    rule("HardSigmoid", 6, unary),
+    rule("HardSwish", 14, unary),
+    rule("Softplus", 1, unary),
+    rule("Softsign", 1, unary),
+    rule("ThresholdedRelu", 10, unary),
+    rule("Mish", 18, unary),
+    rule("Gelu", 20, unary),
+    rule("Swish", 24, unary),
+    rule("Shrink", 9, unary),
+    rule("Identity", 1, unary),
+    rule("Dropout", 7, unary),
+    rule("Cast", 6, cast),
+    rule("CastLike", 15, cast),
+    rule("Where", 9, where_),
+    rule("Clip", 6, clip),
+];
+
+fn cmp_dir(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "Equal" => "EQ",
+        "Less" => "LT",
+        "Greater" => "GT",
+        "LessOrEqual" => "LE",
+        "GreaterOrEqual" => "GE",
+        _ => return None,
+    })
+}
+
+fn host_bin(op: &str, a: &HostVal, b: &HostVal, fmod: bool) -> Option<HostVal> {
+    let shape = broadcast_shapes(&a.shape, &b.shape)?;
+    if shape.iter().product::<u64>() > HOST_MAX {
+        return None;
+    }
+    let ia = bcast_index(&a.shape, &shape);
+    let ib = bcast_index(&b.shape, &shape);
+    if let Some(d) = cmp_dir(op) {
+        let va = a.as_f64();
+        let vb = b.as_f64();
+        let v = ia
+            .iter()
+            .zip(&ib)
+            .map(|(&i, &j)| {
+                let (x, y) = (va[i], vb[j]);
+                i64::from(match d {
+                    "EQ" => x == y,
+                    "LT" => x < y,
+                    "GT" => x > y,
+                    "LE" => x <= y,
+                    _ => x >= y,
+                })
+            })
+            .collect();
+        return Some(HostVal::ints(DType::Bool, shape, v));
+    }
+    if a.is_float() || b.is_float() || a.dt.is_float() {
+        let (va, vb) = (a.as_f64(), b.as_f64());
+        let v: Option<Vec<f64>> = ia
+            .iter()
+            .zip(&ib)
+            .map(|(&i, &j)| {
+                let (x, y) = (va[i], vb[j]);
+                Some(match op {
+                    "Add" => x + y,
+                    "Sub" => x - y,
+                    "Mul" => x * y,
+                    "Div" => x / y,
+                    "Pow" => x.powf(y),
+                    "Mod" if fmod => x % y,
+                    _ => return None,
+                })
+            })
+            .collect();
+        return Some(HostVal::floats(a.dt, shape, v?).cast(a.dt));
+    }
+    let (va, vb) = (a.as_i64(), b.as_i64());
+    let v: Option<Vec<i64>> = ia
+        .iter()
+        .zip(&ib)
+        .map(|(&i, &j)| {
+            let (x, y) = (va[i], vb[j]);
+            Some(match op {
+                "Add" => x.wrapping_add(y),
+                "Sub" => x.wrapping_sub(y),
+                "Mul" => x.wrapping_mul(y),
+                "Div" => x.checked_div(y)?,
+                "Mod" => {
+                    let r = x.checked_rem(y)?;
+                    if !fmod && r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
+                }
+                "And" | "BitwiseAnd" => x & y,
+                "Or" | "BitwiseOr" => x | y,
+                "Xor" | "BitwiseXor" => x ^ y,
+                "Max" => x.max(y),
+                "Min" => x.min(y),
+                _ => return None,
+            })
+        })
+        .collect();
+    Some(HostVal::ints(a.dt, shape, v?).cast(a.dt))
+}
+
+/// Broadcasts two operands to their common shape.
+pub(crate) fn bcast2(cx: &mut Cx<'_>, node: &Node, a: &T, b: &T) -> Result<(T, T), LowerError> {
+    let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| {
+        cx.invalid(node, format!("shapes {:?} and {:?} do not broadcast", a.shape(), b.shape()))
+    })?;
+    Ok((cx.e.bcast_to(a, &shape), cx.e.bcast_to(b, &shape)))
+}
+
+/// Emits a broadcasting binary op of `op` (ONNX name) on two SSA values.
+pub(crate) fn emit_bin(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    op: &str,
+    a: &T,
+    b: &T,
+) -> Result<T, LowerError> {
+    let b = if matches!(op, "Pow" | "BitShift") && b.dt() != a.dt() {
+        cx.e.convert(b, a.dt())
+    } else {
+        b.clone()
+    };
+    let (a, b) = bcast2(cx, node, a, &b)?;
+    let e = &mut cx.e;
+    if let Some(d) = cmp_dir(op) {
+        return Ok(e.compare(d, &a, &b));
+    }
+    Ok(match op {
+        "Add" | "Sum" => e.bin("add", &a, &b),
+        "Sub" => e.bin("subtract", &a, &b),
+        "Mul" => e.bin("multiply", &a, &b),
+        "Div" => e.bin("divide", &a, &b),
+        "Pow" => e.bin("power", &a, &b),
+        "Max" => e.bin("maximum", &a, &b),
+        "Min" => e.bin("minimum", &a, &b),
+        "And" | "BitwiseAnd" => e.bin("and", &a, &b),
+        "Or" | "BitwiseOr" => e.bin("or", &a, &b),
+        "Xor" | "BitwiseXor" => e.bin("xor", &a, &b),
+        "BitShift" => {
+            let dir = Cx::astr(node, "direction").unwrap_or_default();
+            if dir == "LEFT" {
+                e.bin("shift_left", &a, &b)
+            } else if matches!(a.dt(), DType::I8 | DType::I16 | DType::I32 | DType::I64) {
+                e.bin("shift_right_arithmetic", &a, &b)
+            } else {
+                e.bin("shift_right_logical", &a, &b)
+            }
+        }
+        "Mod" => {
+            let fmod = Cx::ai(node, "fmod", 0) == 1;
+            let r = e.bin("remainder", &a, &b);
+            if fmod {
+                r
+            } else {
+                // Python-style: result takes the divisor's sign.
+                let z = e.like(&r, 0.0);
+                let nz = e.compare("NE", &r, &z);
+                let rneg = e.compare("LT", &r, &z);
+                let bneg = e.compare("LT", &b, &z);
+                let diff = e.compare("NE", &rneg, &bneg);
+                let fix = e.bin("and", &nz, &diff);
+                let adj = e.bin("add", &r, &b);
+                e.select(&fix, &adj, &r)
+            }
+        }
+        "PRelu" => {
+            let z = e.like(&a, 0.0);
+            let neg = e.compare("LT", &a, &z);
+            let m = e.bin("multiply", &a, &b);
+            e.select(&neg, &m, &a)
+        }
+        _ => return Err(cx.unsup(node, "binary op")),
+    })
+}
+
+fn binary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let op = node.op.as_str();
+    if let (Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1))
+        && let Some(h) = host_bin(op, &a, &b, Cx::ai(node, "fmod", 0) == 1)
+    {
+        cx.set_host(node, 0, h);
+        return Ok(());
+    }
+    let a = cx.inp(node, 0)?;
+    let b = cx.inp(node, 1)?;
+    let r = emit_bin(cx, node, op, &a, &b)?;
+    cx.set(node, 0, r);
+    Ok(())
+}
+
+fn variadic(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let n = cx.n_in(node);
+    if n == 0 {
+        return Err(cx.invalid(node, "needs at least one input"));
+    }
+    if cx.all_host(node) {
+        let mut acc = cx.need_host(node, 0, "operand")?;
+        let mut ok = true;
+        for i in 1..n {
+            let b = cx.need_host(node, i, "operand")?;
+            match host_bin(&node.op, &acc, &b, false) {
+                Some(h) => acc = h,
+                None => ok = false,
+            }
+        }
+        if ok && node.op != "Mean" {
+            cx.set_host(node, 0, acc);
+            return Ok(());
+        }
+    }
+    let mut acc = cx.inp(node, 0)?;
+    for i in 1..n {
+        let b = cx.inp(node, i)?;
+        acc = emit_bin(cx, node, if node.op == "Mean" { "Add" } else { &node.op }, &acc, &b)?;
+    }
+    if node.op == "Mean" {
+        let d = cx.e.like(&acc, n as f64);
+        acc = cx.e.bin("divide", &acc, &d);
+    }
+    cx.set(node, 0, acc);
+    Ok(())
+}
+
+fn host_unary(op: &str, h: &HostVal) -> Option<HostVal> {
+    let f: fn(f64) -> f64 = match op {
+        "Neg" => |x| -x,
+        "Abs" => f64::abs,
+        "Floor" => f64::floor,
+        "Ceil" => f64::ceil,
+        "Sqrt" => f64::sqrt,
+        "Exp" => f64::exp,
+        "Log" => f64::ln,
+        "Reciprocal" => |x| 1.0 / x,
+        "Relu" => |x| x.max(0.0),
+        "Identity" | "Dropout" => |x| x,
+        "Not" => |x| f64::from(u8::from(x == 0.0)),
+        "Sign" => |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        },
+        _ => return None,
+    };
+    if !h.is_float()
+        && !matches!(op, "Neg" | "Abs" | "Identity" | "Dropout" | "Not" | "Relu" | "Sign")
+    {
+        return None;
+    }
+    Some(HostVal::from_f64(h.dt, h.shape.clone(), h.as_f64().into_iter().map(f).collect()))
+}
+
+fn unary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let op = node.op.as_str();
+    if op == "Dropout" {
+        if cx.has(node, 2)
+            && cx
+                .need_host(node, 2, "training_mode")
+                .map_or(true, |tm| tm.as_i64().first().copied().unwrap_or(0) != 0)
+        {
+            return Err(cx.unsup(node, "training_mode=true (random dropout)"));
+        }
+        if cx.out_id(node, 1).is_some() {
+            let ty = cx.in_ty(node, 0)?;
+            let m = cx.e.splat(DType::Bool, &ty.shape, 1.0);
+            cx.set(node, 1, m);
+        }
+    }
+    if let Some(h) = cx.host(node, 0)
+        && let Some(r) = host_unary(op, &h)
+    {
+        cx.set_host(node, 0, r);
+        return Ok(());
+    }
+    let x = cx.inp(node, 0)?;
+    let r = emit_unary(cx, node, op, &x)?;
+    cx.set(node, 0, r);
+    Ok(())
+}
+
+fn chlo(cx: &mut Cx<'_>, name: &str, x: &T) -> T {
+    cx.e.un(&format!("chlo.{name}"), x)
+}
+
+pub(crate) fn emit_unary(cx: &mut Cx<'_>, node: &Node, op: &str, x: &T) -> Result<T, LowerError> {
+    let alpha = |d: f64| Cx::af(node, "alpha", d);
+    let e = &mut cx.e;
+    Ok(match op {
+        "Identity" | "Dropout" => x.clone(),
+        "Abs" => e.un("abs", x),
+        "Neg" => e.un("negate", x),
+        "Exp" => e.un("exponential", x),
+        "Log" => e.un("log", x),
+        "Sqrt" => e.un("sqrt", x),
+        "Floor" => e.un("floor", x),
+        "Ceil" => e.un("ceil", x),
+        "Round" => e.un("round_nearest_even", x),
+        "Sign" => e.un("sign", x),
+        "Sin" => e.un("sine", x),
+        "Cos" => e.un("cosine", x),
+        "Tanh" => e.un("tanh", x),
+        "Sigmoid" => e.un("logistic", x),
+        "Not" | "BitwiseNot" => e.un("not", x),
+        "Tan" => chlo(cx, "tan", x),
+        "Asin" => chlo(cx, "asin", x),
+        "Acos" => chlo(cx, "acos", x),
+        "Atan" => chlo(cx, "atan", x),
+        "Sinh" => chlo(cx, "sinh", x),
+        "Cosh" => chlo(cx, "cosh", x),
+        "Asinh" => chlo(cx, "asinh", x),
+        "Acosh" => chlo(cx, "acosh", x),
+        "Atanh" => chlo(cx, "atanh", x),
+        "Erf" => {
+            if x.dt() == DType::F64
+                || x.dt() == DType::F32
+                || x.dt() == DType::BF16
+                || x.dt() == DType::F16
+            {
+                chlo(cx, "erf", x)
+            } else {
+                return Err(cx.unsup(node, format!("Erf on {}", x.dt())));
+            }
+        }
+        "Reciprocal" => {
+            let one = e.like(x, 1.0);
+            e.bin("divide", &one, x)
+        }
+        "Relu" => {
+            let z = e.like(x, 0.0);
+            e.bin("maximum", x, &z)
+        }
+        "IsNaN" => e.compare("NE", x, x),
+        "IsInf" => {
+            let pos = Cx::ai(node, "detect_positive", 1) == 1;
+            let neg = Cx::ai(node, "detect_negative", 1) == 1;
+            let pinf = e.like(x, f64::INFINITY);
+            let ninf = e.like(x, f64::NEG_INFINITY);
+            let p = e.compare("EQ", x, &pinf);
+            let n = e.compare("EQ", x, &ninf);
+            match (pos, neg) {
+                (true, true) => e.bin("or", &p, &n),
+                (true, false) => p,
+                (false, true) => n,
+                (false, false) => e.bin("and", &p, &n),
+            }
+        }
+        "LeakyRelu" => {
+            let a = e.like(x, alpha(0.01));
+            let z = e.like(x, 0.0);
+            let m = e.bin("multiply", x, &a);
+            let neg = e.compare("LT", x, &z);
+            e.select(&neg, &m, x)
+        }
+        "ThresholdedRelu" => {
+            let a = e.like(x, alpha(1.0));
+            let z = e.like(x, 0.0);
+            let gt = e.compare("GT", x, &a);
+            e.select(&gt, x, &z)
+        }
+        "Elu" | "Celu" | "Selu" => {
+            let (a, g) = match op {
+                "Elu" => (alpha(1.0), 1.0),
+                "Celu" => (alpha(1.0), 1.0),
+                _ => {
+                    (alpha(1.673_263_192_176_818_8), Cx::af(node, "gamma", 1.050_700_987_355_480_5))
+                }
+            };
+            let z = e.like(x, 0.0);
+            let av = e.like(x, a);
+            let neg = e.compare("LT", x, &z);
+            let arg = if op == "Celu" { e.bin("divide", x, &av) } else { x.clone() };
+            let em1 = e.un("exponential_minus_one", &arg);
+            let n = e.bin("multiply", &av, &em1);
+            let r = e.select(&neg, &n, x);
+            if op == "Selu" {
+                let gv = e.like(x, g);
+                e.bin("multiply", &r, &gv)
+            } else {
+                r
+            }
+        }
+        "HardSigmoid" | "HardSwish" => {
+            let (a, b) = if op == "HardSwish" {
+                (1.0 / 6.0, 0.5)
+            } else {
+                (alpha(0.2), Cx::af(node, "beta", 0.5))
+            };
+            let av = e.like(x, a);
+            let bv = e.like(x, b);
+            let z = e.like(x, 0.0);
+            let one = e.like(x, 1.0);
+            let m = e.bin("multiply", x, &av);
+            let s = e.bin("add", &m, &bv);
+            let c = e.ew("clamp", &[&z, &s, &one], x.dt());
+            if op == "HardSwish" { e.bin("multiply", x, &c) } else { c }
+        }
+        "Softplus" => {
+            // log(1 + exp(x)), computed stably as max(x,0) + log1p(exp(-|x|)).
+            let z = e.like(x, 0.0);
+            let mx = e.bin("maximum", x, &z);
+            let ab = e.un("abs", x);
+            let na = e.un("negate", &ab);
+            let ex = e.un("exponential", &na);
+            let l = e.un("log_plus_one", &ex);
+            e.bin("add", &mx, &l)
+        }
+        "Swish" => {
+            let a = e.like(x, alpha(1.0));
+            let ax = e.bin("multiply", x, &a);
+            let s = e.un("logistic", &ax);
+            e.bin("multiply", x, &s)
+        }
+        "Shrink" => {
+            let l = Cx::af(node, "lambd", 0.5);
+            let b = Cx::af(node, "bias", 0.0);
+            let lv = e.like(x, l);
+            let nl = e.like(x, -l);
+            let bv = e.like(x, b);
+            let z = e.like(x, 0.0);
+            let lt = e.compare("LT", x, &nl);
+            let gt = e.compare("GT", x, &lv);
+            let xp = e.bin("add", x, &bv);
+            let xm = e.bin("subtract", x, &bv);
+            let r = e.select(&gt, &xm, &z);
+            e.select(&lt, &xp, &r)
+        }
+        "Softsign" => {
+            let one = e.like(x, 1.0);
+            let ab = e.un("abs", x);
+            let d = e.bin("add", &one, &ab);
+            e.bin("divide", x, &d)
+        }
+        "Mish" => {
+            let z = e.like(x, 0.0);
+            let mx = e.bin("maximum", x, &z);
+            let ab = e.un("abs", x);
+            let na = e.un("negate", &ab);
+            let ex = e.un("exponential", &na);
+            let l = e.un("log_plus_one", &ex);
+            let sp = e.bin("add", &mx, &l);
+            let t = e.un("tanh", &sp);
+            e.bin("multiply", x, &t)
+        }
+        "Gelu" => {
+            let approx = Cx::astr(node, "approximate").unwrap_or_else(|| "none".to_owned());
+            let half = e.like(x, 0.5);
+            let one = e.like(x, 1.0);
+            let inner = if approx == "tanh" {
+                let c = e.like(x, (2.0 / std::f64::consts::PI).sqrt());
+                let k = e.like(x, 0.044_715);
+                let x2 = e.bin("multiply", x, x);
+                let x3 = e.bin("multiply", &x2, x);
+                let kx3 = e.bin("multiply", &k, &x3);
+                let s = e.bin("add", x, &kx3);
+                let cs = e.bin("multiply", &c, &s);
+                e.un("tanh", &cs)
+            } else {
+                let r = e.like(x, std::f64::consts::FRAC_1_SQRT_2);
+                let xs = e.bin("multiply", x, &r);
+                chlo(cx, "erf", &xs)
+            };
+            let e = &mut cx.e;
+            let p = e.bin("add", &one, &inner);
+            let hx = e.bin("multiply", &half, x);
+            e.bin("multiply", &hx, &p)
+        }
+        _ => return Err(cx.unsup(node, "unary op")),
+    })
+}
+
+fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let to = if node.op == "CastLike" {
+        cx.in_ty(node, 1)?.dt
+    } else {
+        let code = Cx::ai(node, "to", 0);
+        tpuport_formats::onnx::dtype::from_onnx(code as i32)
+            .ok_or_else(|| cx.unsup(node, format!("cast to ONNX element type {code}")))?
+    };
+    if to == DType::String {
+        return Err(cx.unsup(node, "cast to string"));
+    }
+    let to = cx.cdt(to);
+    if let Some(h) = cx.host(node, 0) {
+        cx.set_host(node, 0, h.cast(to));
+        return Ok(());
+    }
+    let x = cx.inp(node, 0)?;
+    let r = if x.dt().is_float() && !to.is_float() && to != DType::Bool {
+        // ONNX float -> int truncates toward zero, as convert does.
+        cx.e.convert(&x, to)
+    } else {
+        cx.e.convert(&x, to)
+    };
+    cx.set(node, 0, r);
+    Ok(())
+}
+
+fn where_(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    if let (Some(c), Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1), cx.host(node, 2)) {
+        let s1 = broadcast_shapes(&c.shape, &a.shape);
+        if let Some(shape) = s1.and_then(|s| broadcast_shapes(&s, &b.shape))
+            && shape.iter().product::<u64>() <= HOST_MAX
+        {
+            let (ic, ia, ib) = (
+                bcast_index(&c.shape, &shape),
+                bcast_index(&a.shape, &shape),
+                bcast_index(&b.shape, &shape),
+            );
+            let cv = c.as_i64();
+            let v: Vec<f64> = (0..ic.len())
+                .map(|k| if cv[ic[k]] != 0 { a.get_f(ia[k]) } else { b.get_f(ib[k]) })
+                .collect();
+            cx.set_host(node, 0, HostVal::from_f64(a.dt, shape, v));
+            return Ok(());
+        }
+    }
+    let c = cx.inp(node, 0)?;
+    let a = cx.inp(node, 1)?;
+    let b = cx.inp(node, 2)?;
+    let s = broadcast_shapes(c.shape(), a.shape())
+        .and_then(|s| broadcast_shapes(&s, b.shape()))
+        .ok_or_else(|| cx.invalid(node, "operands do not broadcast"))?;
+    let c = cx.e.bcast_to(&c, &s);
+    let a = cx.e.bcast_to(&a, &s);
+    let b = cx.e.bcast_to(&b, &s);
+    let r = cx.e.select(&c, &a, &b);
+    cx.set(node, 0, r);
+    Ok(())
+}
+
+fn clip(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let dt = x.dt();
+    let (lo, hi) = if cx.opset < 11 {
+        let lo = Cx::af(node, "min", min_of(dt));
+        let hi = Cx::af(node, "max", max_of(dt));
+        (Some(cx.e.scalar(dt, lo)), Some(cx.e.scalar(dt, hi)))
+    } else {
+        (cx.opt_inp(node, 1)?, cx.opt_inp(node, 2)?)
+    };
+    let mut r = x;
+    if let Some(lo) = lo {
+        let lo = cx.e.bcast_to(&lo, r.shape());
+        r = cx.e.bin("maximum", &r, &lo);
+    }
+    if let Some(hi) = hi {
+        let hi = cx.e.bcast_to(&hi, r.shape());
+        r = cx.e.bin("minimum", &r, &hi);
+    }
+    cx.set(node, 0, r);
+    Ok(())
+}
