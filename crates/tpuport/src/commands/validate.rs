@@ -513,6 +513,7 @@ fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Source> {
     } else if a.probes.is_empty() {
         g.nodes
             .iter()
+            .filter(|n| n.op != "Constant")
             .flat_map(|n| n.outputs.iter().map(|o| g.value(*o)))
             .filter(|v| v.ty.dtype.is_some_and(DType::is_float))
             .map(|v| v.name.clone())
@@ -1173,9 +1174,10 @@ fn render_bisect(s: &mut String, b: &Bisection, rows: usize, outputs_passed: boo
                 if l.starts_with("jit(") { l.split_once(")/").map_or(l, |(_, r)| r) } else { l };
             format!(" [{l}]")
         });
-        let label =
-            format!("{} {}{loc}", st.probe.name, st.probe.op.trim_start_matches("stablehlo."));
-        let label: String = label.chars().take(64).collect();
+        // long value names (ONNX) add nothing to the node name in the location
+        let name = if st.probe.name.len() > 12 && !loc.is_empty() { "" } else { &st.probe.name };
+        let label = format!("{name} {}{loc}", st.probe.op.trim_start_matches("stablehlo."));
+        let label: String = label.trim_start().chars().take(64).collect();
         let _ = writeln!(
             s,
             "  {:>5} {label:<64} {:>9.2e} |{bar:<32}| {mark}",
