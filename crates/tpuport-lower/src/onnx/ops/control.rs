@@ -9,8 +9,10 @@ use super::{Rule, rule};
 use crate::LowerError;
 use crate::onnx::cx::Cx;
 
-pub(crate) const RULES: &[Rule] =
-    &[rule("If", 1, if_), rule("Loop", 1, unsupported), rule("Scan", 8, unsupported)];
+pub(crate) const RULES: &[Rule] = &[rule("If", 1, if_)];
+
+/// Why Loop/Scan are refused (the dispatcher's message).
+pub(crate) const LOOP_SCAN: &str = "Loop/Scan are not lowered (needs stablehlo.while with a static trip count); unroll before export";
 
 fn if_<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
     let c = cx.need_host(node, 0, "the condition of If (data-dependent If is not lowered)")?;
@@ -32,9 +34,4 @@ fn if_<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
         }
     }
     Ok(())
-}
-
-fn unsupported(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
-    Err(cx
-        .unsup(node, "Loop/Scan are not lowered yet (needs stablehlo.while); unroll before export"))
 }

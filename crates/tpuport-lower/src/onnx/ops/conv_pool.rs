@@ -14,6 +14,7 @@ pub(crate) const RULES: &[Rule] = &[
     rule("ConvTranspose", 1, conv_transpose),
     rule("MaxPool", 1, pool),
     rule("AveragePool", 1, pool),
+    rule("LpPool", 2, pool),
     rule("GlobalAveragePool", 1, global_pool),
     rule("GlobalMaxPool", 1, global_pool),
 ];
@@ -249,7 +250,15 @@ fn pool(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     } else {
         x.clone()
     };
-    let y = if node.op == "MaxPool" {
+    let y = if node.op == "LpPool" {
+        let p = Cx::ai(node, "p", 2);
+        let pv = cx.e.like(&xf, p as f64);
+        let a = cx.e.un("abs", &xf);
+        let ap = cx.e.bin("power", &a, &pv);
+        let s = cx.e.reduce_window(&ap, 0.0, "add", &win, &st, &dl, &pads);
+        let inv = cx.e.like(&s, 1.0 / p as f64);
+        cx.e.bin("power", &s, &inv)
+    } else if node.op == "MaxPool" {
         let init = crate::onnx::emit::min_of(x.dt());
         cx.e.reduce_window(&xf, init, "maximum", &win, &st, &dl, &pads)
     } else {

@@ -81,6 +81,9 @@ pub(crate) const RULES: &[Rule] = &[
     rule("CastLike", 15, cast),
     rule("Where", 9, where_),
     rule("Clip", 6, clip),
+    rule("QuantizeLinear", 10, quantize),
+    rule("DequantizeLinear", 10, dequantize),
+    rule("BitCast", 26, bitcast),
 ];
 
 fn cmp_dir(op: &str) -> Option<&'static str> {
@@ -556,11 +559,22 @@ fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
-    let r = if x.dt().is_float() && !to.is_float() && to != DType::Bool {
-        // ONNX float -> int truncates toward zero, as convert does.
-        cx.e.convert(&x, to)
-    } else {
-        cx.e.convert(&x, to)
+    // float -> int truncates toward zero, as convert does. Casts to the 8-bit float types
+    // saturate to the largest finite value unless `saturate=0`.
+    let f8max = match to {
+        DType::F8E4M3FN => Some(448.0),
+        DType::F8E4M3FNUZ => Some(240.0),
+        DType::F8E5M2 | DType::F8E5M2FNUZ => Some(57344.0),
+        _ => None,
+    };
+    let r = match f8max {
+        Some(m) if x.dt().is_float() && Cx::ai(node, "saturate", 1) == 1 => {
+            let lo = cx.e.like(&x, -m);
+            let hi = cx.e.like(&x, m);
+            let c = cx.e.ew("clamp", &[&lo, &x, &hi], x.dt());
+            cx.e.convert(&c, to)
+        }
+        _ => cx.e.convert(&x, to),
     };
     cx.set(node, 0, r);
     Ok(())
@@ -619,5 +633,88 @@ fn clip(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         r = cx.e.bin("minimum", &r, &hi);
     }
     cx.set(node, 0, r);
+    Ok(())
+}
+
+/// Broadcasts a per-tensor or per-axis parameter to `shape`.
+fn per_axis(cx: &mut Cx<'_>, node: &Node, p: &T, shape: &[u64]) -> Result<T, LowerError> {
+    if p.rank() == 0 || p.ty.elements() == 1 && p.rank() <= 1 {
+        let s = cx.e.reshape(p, &[]);
+        return Ok(cx.e.broadcast_in_dim(&s, &[], shape));
+    }
+    if p.rank() != 1 {
+        return Err(cx.unsup(node, "blocked quantization"));
+    }
+    let axis = cx.axis(node, Cx::ai(node, "axis", 1), shape.len())?;
+    Ok(cx.e.broadcast_in_dim(p, &[axis], shape))
+}
+
+fn quantize(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let scale = cx.inp(node, 1)?;
+    let zp = cx.opt_inp(node, 2)?;
+    let out_dt = match &zp {
+        Some(z) => z.dt(),
+        None => match node.attr("output_dtype").and_then(tpuport_model::Attr::as_int) {
+            Some(c) if c != 0 => {
+                tpuport_formats::onnx::dtype::from_onnx(c as i32).unwrap_or(DType::U8)
+            }
+            _ => DType::U8,
+        },
+    };
+    if !matches!(out_dt, DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::I32) {
+        return Err(cx.unsup(node, format!("quantizing to {out_dt}")));
+    }
+    let sh = x.shape().to_vec();
+    let xf = cx.e.convert(&x, DType::F32);
+    let s = cx.e.convert(&scale, DType::F32);
+    let s = per_axis(cx, node, &s, &sh)?;
+    let q = cx.e.bin("divide", &xf, &s);
+    let mut q = cx.e.un("round_nearest_even", &q);
+    if let Some(z) = zp {
+        let z = cx.e.convert(&z, DType::F32);
+        let z = per_axis(cx, node, &z, &sh)?;
+        q = cx.e.bin("add", &q, &z);
+    }
+    let lo = cx.e.like(&q, min_of(out_dt));
+    let hi = cx.e.like(&q, max_of(out_dt));
+    let q = cx.e.ew("clamp", &[&lo, &q, &hi], DType::F32);
+    let y = cx.e.convert(&q, out_dt);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn dequantize(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let scale = cx.inp(node, 1)?;
+    let zp = cx.opt_inp(node, 2)?;
+    if !matches!(x.dt(), DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::I32) {
+        return Err(cx.unsup(node, format!("dequantizing {}", x.dt())));
+    }
+    let sh = x.shape().to_vec();
+    let mut xf = cx.e.convert(&x, DType::F32);
+    if let Some(z) = zp {
+        let z = cx.e.convert(&z, DType::F32);
+        let z = per_axis(cx, node, &z, &sh)?;
+        xf = cx.e.bin("subtract", &xf, &z);
+    }
+    let s = cx.e.convert(&scale, DType::F32);
+    let s = per_axis(cx, node, &s, &sh)?;
+    let y = cx.e.bin("multiply", &xf, &s);
+    let y = cx.e.convert(&y, scale.dt());
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn bitcast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let code = Cx::ai(node, "to", 0);
+    let to = tpuport_formats::onnx::dtype::from_onnx(code as i32)
+        .ok_or_else(|| cx.unsup(node, format!("to={code}")))?;
+    if to.bits() != x.dt().bits() || to == DType::Bool || x.dt() == DType::Bool {
+        return Err(cx.unsup(node, format!("bitcast {} -> {to} (widths differ)", x.dt())));
+    }
+    let y = cx.e.ew("bitcast_convert", &[&x], to);
+    cx.set(node, 0, y);
     Ok(())
 }

@@ -7,13 +7,16 @@ use tpuport_model::Node;
 use super::cx::Cx;
 use crate::LowerError;
 
+pub(crate) mod attention;
 pub(crate) mod control;
 pub(crate) mod conv_pool;
 pub(crate) mod elementwise;
 pub(crate) mod gather_scatter;
+pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod normalization;
 pub(crate) mod reduction;
+pub(crate) mod resize;
 pub(crate) mod shape;
 
 /// A lowering function.
@@ -33,7 +36,7 @@ pub(crate) const fn rule(op: &'static str, since: i64, f: LowerFn) -> Rule {
     Rule { op, since, f }
 }
 
-pub(crate) fn families() -> [(&'static str, &'static [Rule]); 8] {
+pub(crate) fn families() -> [(&'static str, &'static [Rule]); 11] {
     [
         ("elementwise", elementwise::RULES),
         ("matmul", matmul::RULES),
@@ -43,6 +46,9 @@ pub(crate) fn families() -> [(&'static str, &'static [Rule]); 8] {
         ("shape", shape::RULES),
         ("gather_scatter", gather_scatter::RULES),
         ("control", control::RULES),
+        ("loss", loss::RULES),
+        ("attention", attention::RULES),
+        ("resize", resize::RULES),
     ]
 }
 
@@ -61,6 +67,9 @@ pub(crate) fn find(op: &str, domain: &str) -> Option<(&'static str, &'static Rul
 /// Lowers one node.
 pub(crate) fn lower_node<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
     let Some((_, rule)) = find(&node.op, &node.domain) else {
+        if matches!(node.op.as_str(), "Loop" | "Scan") {
+            return Err(cx.unsup(node, control::LOOP_SCAN));
+        }
         return Err(cx.unsup(node, "op is not supported by the ONNX lowering"));
     };
     if cx.opset < rule.since {

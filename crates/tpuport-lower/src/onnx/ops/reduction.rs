@@ -23,6 +23,7 @@ pub(crate) const RULES: &[Rule] = &[
     rule("ArgMin", 1, arg),
     rule("CumSum", 11, cum),
     rule("CumProd", 26, cum),
+    rule("TopK", 10, top_k),
 ];
 
 /// Reduces `x` over `dims` with `kind` (`sum`, `max`, `min`, `prod`), accumulating low
@@ -179,5 +180,57 @@ fn cum(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         y = super::shape::pad_const(cx, &y, &v, &lo, &hi);
     }
     cx.set(node, 0, y);
+    Ok(())
+}
+
+fn top_k(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    use std::fmt::Write as _;
+    let x = cx.inp(node, 0)?;
+    let k = cx.need_host(node, 1, "k")?.as_i64()[0];
+    let axis = cx.axis(node, Cx::ai(node, "axis", -1), x.rank())?;
+    let largest = Cx::ai(node, "largest", 1) == 1;
+    let sh = x.shape().to_vec();
+    let iota = cx.e.iota(DType::I64, &sh, axis);
+    let r = cx.e.fresh();
+    let (a, b, c, d, p) = (cx.e.fresh(), cx.e.fresh(), cx.e.fresh(), cx.e.fresh(), cx.e.fresh());
+    let sv = crate::onnx::emit::Ty::new(x.dt(), vec![]).mlir();
+    let si = crate::onnx::emit::Ty::new(DType::I64, vec![]).mlir();
+    let sb = crate::onnx::emit::Ty::new(DType::Bool, vec![]).mlir();
+    let dir = if largest { "GT" } else { "LT" };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{r}:2 = \"stablehlo.sort\"({}, {}) <{{dimension = {axis} : i64, is_stable = true}}> ({{",
+        x.name, iota.name
+    );
+    let _ = writeln!(s, "^bb0({a}: {sv}, {b}: {sv}, {c}: {si}, {d}: {si}):");
+    let _ = writeln!(
+        s,
+        "  {p} = \"stablehlo.compare\"({a}, {b}) <{{comparison_direction = #stablehlo<comparison_direction {dir}>}}> : ({sv}, {sv}) -> {sb}"
+    );
+    let _ = writeln!(s, "  \"stablehlo.return\"({p}) : ({sb}) -> ()");
+    let _ = writeln!(
+        s,
+        "}}) : ({}, {}) -> ({}, {})",
+        x.ty.mlir(),
+        iota.ty.mlir(),
+        x.ty.mlir(),
+        iota.ty.mlir()
+    );
+    for line in s.lines() {
+        cx.e.body.push_str("    ");
+        cx.e.body.push_str(line);
+        cx.e.body.push('\n');
+    }
+    let vals = T { name: format!("{r}#0"), ty: x.ty.clone() };
+    let idx = T { name: format!("{r}#1"), ty: iota.ty.clone() };
+    let st = vec![0i64; sh.len()];
+    let mut lim: Vec<i64> = sh.iter().map(|&d| d as i64).collect();
+    lim[axis] = k;
+    let one = vec![1i64; sh.len()];
+    let v = cx.e.slice(&vals, &st, &lim, &one);
+    let i = cx.e.slice(&idx, &st, &lim, &one);
+    cx.set(node, 0, v);
+    cx.set(node, 1, i);
     Ok(())
 }

@@ -32,6 +32,7 @@ pub(crate) const RULES: &[Rule] = &[
     rule("SpaceToDepth", 1, depth_space),
     rule("EyeLike", 9, eye_like),
     rule("OneHot", 9, one_hot),
+    rule("CenterCropPad", 18, center_crop_pad),
 ];
 
 fn constant(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
@@ -667,6 +668,38 @@ fn one_hot(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let offb = cx.e.broadcast_in_dim(&off, &[], &sh);
     let onb = cx.e.broadcast_in_dim(&on, &[], &sh);
     let y = cx.e.select(&hit, &onb, &offb);
+    cx.set(node, 0, y);
+    Ok(())
+}
+
+fn center_crop_pad(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let target = cx.need_host(node, 1, "shape")?.as_i64();
+    let r = x.rank();
+    let axes: Vec<usize> = match Cx::ais(node, "axes") {
+        Some(a) => a.iter().map(|&v| if v < 0 { v + r as i64 } else { v } as usize).collect(),
+        None => (0..r).collect(),
+    };
+    if axes.len() != target.len() {
+        return Err(cx.invalid(node, "shape and axes lengths differ"));
+    }
+    let mut lo = vec![0i64; r];
+    let mut hi = vec![0i64; r];
+    for (k, &a) in axes.iter().enumerate() {
+        let d = x.shape()[a] as i64;
+        let t = target[k];
+        if t < d {
+            let start = (d - t) / 2;
+            lo[a] = -start;
+            hi[a] = -(d - t - start);
+        } else {
+            let before = (t - d) / 2;
+            lo[a] = before;
+            hi[a] = t - d - before;
+        }
+    }
+    let z = cx.e.scalar(x.dt(), 0.0);
+    let y = pad_const(cx, &x, &z, &lo, &hi);
     cx.set(node, 0, y);
     Ok(())
 }
