@@ -24,7 +24,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance lower-refs audit-refs bench-audit
+.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance lower-refs audit-refs bench-audit validate-refs
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -47,6 +47,20 @@ fixtures: $(FIX_DIR)/.done
 
 build:
 	$(CARGO) build --release --locked -p tpuport
+
+# Reference data for `tpuport validate`'s tests (scripts/validate_refs.py): JAX's own
+# bf16-operand runs of the JAX fixtures and planted-divergence models. Keyed by the script, the
+# fixture functions and the fixture set; the tests read $(TPUPORT_VALIDATE_REFS).
+VREF_HASH := $(shell { echo $(FIX_HASH); cat scripts/validate_refs.py scripts/fixtures/jax_models.py; } 2>/dev/null | sha256sum | cut -c1-16)
+VREF_DIR  := $(CACHE_ROOT)/validate-refs-$(VREF_HASH)
+VREF_LINK := .cache/validate-refs
+export TPUPORT_VALIDATE_REFS := $(abspath $(VREF_LINK))
+
+validate-refs: fixtures
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/validate_refs.py) --fixtures $(abspath $(FIX_LINK)) --out $(VREF_DIR)
+	@mkdir -p .cache
+	@ln -sfn $(VREF_DIR) $(VREF_LINK)
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'validate-refs-*' ! -name 'validate-refs-$(VREF_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 lint:
 	$(CARGO) fmt --all --check

@@ -82,4 +82,7 @@ pub(crate) enum Command {
     /// Developer check: run the ONNX backend test cases (`make conformance` writes them)
     /// through `tpuport lower` on a PJRT device and report pass / fail / unsupported per op.
     Conformance(commands::conformance::ConformanceArgs),
+    /// Compare a model's outputs with a reference (files, f32, onnxruntime), emulate TPU
+    /// matmul precision, and bisect to the first divergent op.
+    Validate(commands::validate::ValidateArgs),
 }

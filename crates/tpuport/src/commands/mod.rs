@@ -13,6 +13,7 @@ pub(crate) mod lower;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod run;
+pub(crate) mod validate;
 
 use std::process::ExitCode;
 
@@ -54,5 +55,6 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Catalog(a) => catalog::run(&a, global, p),
         Command::Explain(a) => explain::run(&a, global, p),
         Command::Conformance(a) => conformance::run(&a, global, p),
+        Command::Validate(a) => validate::run(&a, global, p),
     }
 }
