@@ -24,7 +24,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance lower-refs audit-refs bench-audit validate-refs
+.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -66,7 +66,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport
@@ -106,6 +106,10 @@ conformance: venv build
 	dir=$$(cd /tmp && $(abspath $(VPY)) $(abspath scripts/onnx_conformance.py)) && \
 	$(TPUPORT) conformance "$$dir" --json .cache/conformance.json --floor $(CONF_FLOOR) \
 	  $(addprefix --reference ,$(REF_ONNX))
+
+# The conformance cases alone (no run): `cargo test` runs them through tests/conformance_cli.rs.
+conformance-cases: venv
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/onnx_conformance.py) >/dev/null
 
 # Batch-8 inputs + onnxruntime outputs for crates/tpuport/tests/lower_models.rs (cached; the
 # test finds them via TPUPORT_LOWER_REFS or the newest ~/.cache/tpuport/lower-refs-*).

@@ -522,3 +522,36 @@ fn onnx_bisect_names_onnx_nodes() {
     let last = steps.last().unwrap();
     assert_eq!((last["name"].as_str(), last["op"].as_str()), (Some("output"), Some("Gemm")));
 }
+
+/// ONNX backend-suite layout: `test_data_set_0/` holds `input_N.pb` and `output_N.pb` side by
+/// side; `input_N` binds to the N-th graph input (here with a symbolic dim) and `output_N` to
+/// the N-th output. A wrong expected output fails with exit 1.
+#[test]
+fn onnx_test_data_set_pb_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = r#"
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+d = sys.argv[1]
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])
+z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+g = helper.make_graph([helper.make_node("Mul", ["x", "y"], ["z"], name="mul0")], "g", [x, y], [z])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), d + "/model.onnx")
+import os
+for sub, scale in (("good", 1.0), ("bad", 1.5)):
+    os.makedirs(f"{d}/{sub}")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 0.5, dtype=np.float32)
+    for i, t in enumerate((a, b)):
+        open(f"{d}/{sub}/input_{i}.pb", "wb").write(numpy_helper.from_array(t).SerializeToString())
+    open(f"{d}/{sub}/output_0.pb", "wb").write(numpy_helper.from_array(a * b * scale).SerializeToString())
+"#;
+    let _ = tpuport_testkit::run_python(code, &[dir.path()]);
+    let model = dir.path().join("model.onnx");
+    for (sub, want) in [("good", 0), ("bad", 1)] {
+        let data = dir.path().join(sub);
+        let o = validate(dir.path(), &[s(&model), "--inputs", s(&data), "--reference", s(&data)]);
+        assert_eq!(o.code, want, "{sub}: {}{}", o.stdout, o.stderr);
+    }
+}

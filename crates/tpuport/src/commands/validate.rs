@@ -499,7 +499,17 @@ fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Source> {
     use tpuport_lower::onnx::{ArgSource, LowerOptions, lower};
     let mut opts = tpuport_formats::ImportOptions::default();
     if let Some(path) = &a.inputs {
-        for (name, t) in read_named_tensors(path)? {
+        // `input_N` (ONNX test-data layout) names the N-th graph input
+        let names: Vec<String> = tpuport_formats::open(&a.model, &opts)
+            .map(|m| m.graph.inputs.iter().map(|v| m.graph.value(*v).name.clone()).collect())
+            .unwrap_or_default();
+        for (name, t) in read_tensors_as(path, Some("output_"))? {
+            let name = name
+                .strip_prefix("input_")
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| names.get(n).cloned())
+                .filter(|_| !names.contains(&name))
+                .unwrap_or(name);
             opts.input_shapes.insert(name, tpuport_model::Shape::fixed(&t.shape));
         }
     }
@@ -690,25 +700,37 @@ fn read_samples(a: &ValidateArgs, args: &[Sig]) -> anyhow::Result<Vec<Vec<HostTe
             args.len()
         );
     };
-    let named = read_named_tensors(path)?;
+    let named = read_tensors_as(path, Some("output_"))?;
     Ok(vec![bind(path, named, args)?])
 }
 
 /// Tensors from a directory of `.npy`, an `.npz`, a `.safetensors` or one `.npy`, named by
 /// file stem / member name, in natural order.
-fn read_named_tensors(path: &Path) -> anyhow::Result<Vec<(String, HostTensor)>> {
+///
+/// In a directory, files whose stem starts with `skip` are left out (an ONNX
+/// `test_data_set_N` folder holds `input_N.pb` and `output_N.pb` side by side).
+fn read_tensors_as(path: &Path, skip: Option<&str>) -> anyhow::Result<Vec<(String, HostTensor)>> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let mut out = if path.is_dir() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("reading {}", path.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+            .filter(|p| p.extension().is_some_and(|e| e == "npy" || e == "pb"))
+            .filter(|p| {
+                let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                skip.is_none_or(|k| !stem.starts_with(k))
+            })
             .collect();
         files.sort();
         let mut v = Vec::new();
         for f in files {
             let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_owned();
-            v.push((stem, tpuport_formats::npy::read_npy(&f)?));
+            let t = if f.extension().is_some_and(|e| e == "pb") {
+                read_pb(&f)?
+            } else {
+                tpuport_formats::npy::read_npy(&f)?
+            };
+            v.push((stem, t));
         }
         v
     } else if ext == "npz" {
@@ -734,20 +756,23 @@ fn read_named_tensors(path: &Path) -> anyhow::Result<Vec<(String, HostTensor)>> 
         }
         v
     } else if ext == "pb" {
-        bail!(
-            "{}: ONNX TensorProto (.pb) inputs are not readable yet; convert to .npy/.npz",
-            path.display()
-        );
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_owned();
+        vec![(stem, read_pb(path)?)]
     } else if !path.exists() {
         bail!("{}: no such file or directory", path.display());
     } else {
         bail!(
-            "{}: expected a directory of .npy files, an .npz, a .safetensors or an .npy",
+            "{}: expected a directory of .npy or .pb files, an .npz, a .safetensors, an .npy or a .pb",
             path.display()
         );
     };
     out.sort_by_key(|x| natural(&x.0));
     Ok(out)
+}
+
+/// One serialized ONNX `TensorProto` (the backend test suite's `input_0.pb` layout).
+fn read_pb(path: &Path) -> anyhow::Result<HostTensor> {
+    Ok(tpuport_formats::onnx::read_tensor_pb(path, &tpuport_formats::Limits::default())?)
 }
 
 /// Sort key that orders `arg2` before `arg10`.
@@ -824,7 +849,7 @@ fn bind(
 
 /// Expected outputs from a directory or `.npz`, by `outN`, `output_N`, name, then order.
 fn read_expected(path: &Path, outs: &[Sig]) -> anyhow::Result<Vec<Option<HostTensor>>> {
-    let mut named = read_named_tensors(path)?;
+    let mut named = read_tensors_as(path, Some("input_"))?;
     let mut v: Vec<Option<HostTensor>> = vec![None; outs.len()];
     for (i, o) in outs.iter().enumerate() {
         let keys = [format!("out{i}"), format!("output_{i}"), o.name.clone(), format!("{i}")];
