@@ -86,6 +86,13 @@ demo: fixtures build
 	$(TPUPORT) bench $(FIX_LINK)/jax/encoder/jit.mlir --iters 50
 	@echo "== 6. check: TPU-hostile patterns in a PyTorch training script (exit 1 = findings)"
 	$(TPUPORT) check examples/scripts/pytorch_resnet_ddp.py --statistics; test $$? -le 1
+	@echo "== 7. audit: FLOPs, padding, memory, fit and step time per TPU generation (exit 1 = findings)"
+	$(TPUPORT) audit $(FIX_LINK)/torch/resnet50/dynamo.onnx --batch 8 --slice v5e-8; test $$? -le 1
+	@echo "== 8. lower: the ONNX export to StableHLO, one static module per batch bucket"
+	$(TPUPORT) lower $(FIX_LINK)/torch/resnet50/dynamo.onnx --batch 1,8 -o $(DEMO_OUT)/resnet50
+	@echo "== 9. validate: XLA:CPU vs onnxruntime's outputs, with TPU default matmul precision emulated"
+	$(TPUPORT) validate $(FIX_LINK)/torch/resnet50/dynamo.onnx --inputs $(FIX_LINK)/torch/resnet50/inputs.npz \
+	  --reference $(FIX_LINK)/torch/resnet50/outputs_dynamo.npz --emulate tpu-default
 
 bench: fixtures build
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)

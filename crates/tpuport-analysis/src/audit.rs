@@ -29,6 +29,8 @@ pub struct AuditOptions {
     pub batch: Option<u64>,
     /// Restrict the per-chip sections to this slice's generation and check it.
     pub slice: Option<Slice>,
+    /// Tells whether `tpuport lower` handles an ONNX op (see [`crate::findings::LoweringHook`]).
+    pub onnx_lowering: Option<crate::findings::LoweringHook>,
 }
 
 /// Severity of a finding, ordered.
@@ -84,6 +86,7 @@ pub fn findings(model: &Model, opts: &AuditOptions) -> Vec<AuditFinding> {
     let fo = crate::findings::FindingOptions {
         workload: opts.workload,
         batch: opts.batch,
+        onnx_lowering: opts.onnx_lowering,
         ..crate::findings::FindingOptions::default()
     };
     crate::findings::check(model, &fo).into_iter().map(AuditFinding::from).collect()

@@ -149,8 +149,9 @@ fn severity_rises_for_low_precision_and_thresholds_apply() {
 
 #[test]
 fn lowering_hook_reports_unlowered_onnx_ops() {
-    fn no_relu(n: &tpuport_model::Node) -> bool {
-        n.op != "Relu"
+    fn no_relu(op: &str, _domain: &str, opset: i64) -> bool {
+        assert!(opset > 0, "the model's opset reaches the hook");
+        op != "Relu"
     }
     let opts = FindingOptions { onnx_lowering: Some(no_relu), ..FindingOptions::default() };
     let f = run_at(&data("batch_only.onnx"), &opts);

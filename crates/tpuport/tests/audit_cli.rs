@@ -164,3 +164,24 @@ fn fail_on_threshold_sets_exit_code_1() {
     // Fully bound: no warning left, so `--fail-on warning` passes.
     assert_eq!(run(&["--dim", "sequence=128", "--fail-on", "warning"]).code, 0);
 }
+
+/// ONNX ops that `tpuport lower` has no rule for are AUD305 findings (exit 0 without
+/// `--fail-on`); a model whose ops all lower has none.
+#[test]
+fn ops_without_a_lowering_are_findings() {
+    let data =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tpuport-analysis/tests/data/findings");
+    let codes = |file: &str| -> Vec<(String, String)> {
+        let r = json(&[data.join(file).to_str().unwrap()]);
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["code"].as_str().unwrap().to_owned(), f["fix"].to_string()))
+            .collect()
+    };
+    let nms = codes("nms.onnx");
+    let f = nms.iter().find(|(c, _)| c == "AUD305").expect("AUD305 for NonMaxSuppression");
+    assert!(f.1.contains("tpuport lower"), "{}", f.1);
+    assert!(!codes("clean.onnx").iter().any(|(c, _)| c == "AUD305"));
+}

@@ -11,7 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
-use tpuport_model::{Model, Node};
+use tpuport_model::Model;
 
 use crate::workload::Workload;
 
@@ -89,7 +89,8 @@ pub const MAX_NODES: usize = 10;
 /// Signature of the hook that tells whether an ONNX node has a lowering to StableHLO (the
 /// `tpuport_lower::onnx` table once it exists). `None` in [`FindingOptions::onnx_lowering`]
 /// skips the check.
-pub type LoweringHook = fn(&Node) -> bool;
+/// Arguments: op, domain, the model's opset for that domain.
+pub type LoweringHook = fn(&str, &str, i64) -> bool;
 
 /// Thresholds and context for [`check`].
 #[derive(Clone, Debug)]

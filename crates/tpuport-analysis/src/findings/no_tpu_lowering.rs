@@ -66,6 +66,7 @@ impl Rule for NoTpuLowering {
         let mut bad = Vec::new(); // certainly not on TPU
         let mut unknown = Vec::new(); // custom call of unknown portability
         let mut what: Vec<String> = Vec::new();
+        let mut by_tpuport = false; // some op is flagged only because `tpuport lower` lacks it
         for (g, n) in cx.nodes() {
             if is_mlir(n) {
                 if short_op(n) != "custom_call" {
@@ -88,9 +89,20 @@ impl Rule for NoTpuLowering {
             } else {
                 let nonstandard = !STANDARD_DOMAINS.contains(&n.domain.as_str())
                     && !cx.model.functions.iter().any(|f| f.name == format!("{}::{}", n.domain, n.op));
-                let unlowered = cx.opts.onnx_lowering.is_some_and(|h| !h(n));
+                let opset = cx
+                    .model
+                    .metadata
+                    .opsets
+                    .iter()
+                    .find(|(d, _)| d == &n.domain || (d.is_empty() && n.domain == "ai.onnx"))
+                    .map_or(0, |(_, v)| *v);
+                let unlowered = !nonstandard
+                    && cx.opts.onnx_lowering.is_some_and(|h| !h(&n.op, &n.domain, opset));
                 if nonstandard || unlowered {
                     bad.push(label(g, n));
+                    if unlowered {
+                        by_tpuport = true;
+                    }
                     let w = n.qualified_op();
                     if !what.contains(&w) {
                         what.push(w);
@@ -110,7 +122,11 @@ impl Rule for NoTpuLowering {
             "Ops with no TPU lowering".to_owned(),
             format!("{count} op(s) have no TPU lowering: {}", what.join(", ")),
             bad,
-            "re-export for TPU without platform kernels or host callbacks (jax.export platforms=[\"tpu\"]); export ONNX without onnxruntime contrib fusions; run classical-ML ops on the host",
+            if by_tpuport {
+                "`tpuport lower` has no rule for these ONNX ops (see docs/lower.md): decompose them in the exporter, move them to the host, or export StableHLO from the framework (torch_xla / jax.export); otherwise re-export without platform kernels, host callbacks or contrib fusions"
+            } else {
+                "re-export for TPU without platform kernels or host callbacks (jax.export platforms=[\"tpu\"]); export ONNX without onnxruntime contrib fusions; run classical-ML ops on the host"
+            },
         );
     }
 }

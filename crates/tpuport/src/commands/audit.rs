@@ -156,8 +156,13 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         ));
     }
     let t1 = Instant::now();
-    let aopts =
-        AuditOptions { workload: a.workload, optimizer: a.optimizer, batch: a.batch, slice };
+    let aopts = AuditOptions {
+        workload: a.workload,
+        optimizer: a.optimizer,
+        batch: a.batch,
+        slice,
+        onnx_lowering: Some(lowerable),
+    };
     let found = audit::findings(&model, &aopts);
     let report = audit::audit(&a.model.display().to_string(), &model, &catalog, &aopts, found);
     if a.timings {
@@ -495,6 +500,14 @@ fn shorten(s: &str, n: usize) -> String {
     format!("…{tail}")
 }
 
+/// Whether `tpuport lower` has a lowering for an ONNX op at the model's opset.
+fn lowerable(op: &str, domain: &str, opset: i64) -> bool {
+    matches!(
+        tpuport_lower::onnx::support(op, domain, opset),
+        tpuport_lower::onnx::Support::Supported { .. }
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
@@ -505,7 +518,13 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/audit_small.mlir");
         let model = tpuport_formats::open(&path, &ImportOptions::default()).unwrap();
         let catalog = tpuport_hw::Catalog::builtin();
-        let opts = AuditOptions { workload, optimizer: Optimizer::AdamW, batch: None, slice: None };
+        let opts = AuditOptions {
+            workload,
+            optimizer: Optimizer::AdamW,
+            batch: None,
+            slice: None,
+            onnx_lowering: None,
+        };
         let found = audit::findings(&model, &opts);
         audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, found)
     }
