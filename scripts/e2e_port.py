@@ -45,7 +45,7 @@ def run(cmd, env=None, timeout=600):
     return p.stdout
 
 
-def run_collective(cmd, env, attempts=3):
+def run_collective(cmd, env, attempts=5):
     """`run`, retrying a run that XLA:CPU aborted on a collective rendezvous timeout."""
     for i in range(1, attempts + 1):
         try:
@@ -94,7 +94,8 @@ def jax_part(args, tmp):
     # normally takes 2.3 s sometimes never completes: "Expected 8 threads to join the rendezvous,
     # but only 7 of them arrived" (seen 2026-12-03 with the process idle for 300 s, so a lost
     # thread rather than a slow one). That is XLA:CPU's, not the port's: abort after 60 s and
-    # retry such a run, at most 3 attempts, saying so.
+    # retry such a run, at most 5 attempts, saying so (3 attempts were needed once while cargo
+    # was compiling on both cores).
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS="--xla_force_host_platform_device_count=8"
                          " --xla_cpu_collective_call_terminate_timeout_seconds=60")

@@ -44,7 +44,8 @@ pub(crate) struct InspectArgs {
     pub(crate) timings: bool,
 }
 
-fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
+/// `--input-shape NAME=DIMS`, shared by the verbs that bind input shapes.
+pub(crate) fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
     let (name, dims) = s.split_once('=').ok_or("expected NAME=DIMS, e.g. x=1x3x224x224")?;
     if name.is_empty() {
         return Err("empty input name".into());
@@ -52,7 +53,8 @@ fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
     Ok((name.to_owned(), Shape::parse_dims(dims)))
 }
 
-fn parse_dim(s: &str) -> Result<(String, u64), String> {
+/// `--dim NAME=N`, shared by the verbs that bind symbolic dimensions.
+pub(crate) fn parse_dim(s: &str) -> Result<(String, u64), String> {
     let (name, n) = s.split_once('=').ok_or("expected NAME=N, e.g. sequence=128")?;
     let n = n.parse::<u64>().map_err(|e| format!("`{n}`: {e}"))?;
     Ok((name.to_owned(), n))

@@ -42,10 +42,10 @@ pub(crate) struct LowerArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     pub(crate) batch: Vec<u64>,
     /// Full shape of a named input, e.g. `input_ids=1x128` (repeatable).
-    #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = parse_input_shape)]
+    #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = super::inspect::parse_input_shape)]
     pub(crate) input_shape: Vec<(String, Shape)>,
     /// Size of a named symbolic dimension, e.g. `sequence=128` (repeatable).
-    #[arg(long = "dim", value_name = "NAME=N", value_parser = parse_dim)]
+    #[arg(long = "dim", value_name = "NAME=N", value_parser = super::inspect::parse_dim)]
     pub(crate) dims: Vec<(String, u64)>,
     /// Embed the weights in the modules as constants (small models) instead of arguments.
     #[arg(long)]
@@ -60,20 +60,6 @@ pub(crate) struct LowerArgs {
     /// `tpuport lower` output).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub(crate) out: PathBuf,
-}
-
-fn parse_input_shape(s: &str) -> Result<(String, Shape), String> {
-    let (name, dims) = s.split_once('=').ok_or("expected NAME=DIMS, e.g. x=1x3x224x224")?;
-    if name.is_empty() {
-        return Err("empty input name".into());
-    }
-    Ok((name.to_owned(), Shape::parse_dims(dims)))
-}
-
-fn parse_dim(s: &str) -> Result<(String, u64), String> {
-    let (name, n) = s.split_once('=').ok_or("expected NAME=N, e.g. sequence=128")?;
-    let n = n.parse::<u64>().map_err(|e| format!("`{n}`: {e}"))?;
-    Ok((name.to_owned(), n))
 }
 
 #[derive(Debug, Serialize)]
