@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use tpuport_analysis::audit::{self, AuditOptions, AuditReport, Level};
 use tpuport_analysis::{Optimizer, Workload};
@@ -16,7 +15,7 @@ use tpuport_model::Shape;
 use tpuport_report::human::{bytes, si};
 use tpuport_report::{Align, Table};
 
-use crate::cli::{Format, GlobalArgs};
+use crate::cli::GlobalArgs;
 use crate::commands::Status;
 use crate::printer::Printer;
 
@@ -152,22 +151,9 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     let found = audit::findings(&model, &aopts);
     let report = audit::audit(&a.model.display().to_string(), &model, &catalog, &aopts, found);
     if a.timings {
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        p.note(&format!(
-            "timings: import {:.3} ms, analysis {:.3} ms",
-            ms(t1 - t0),
-            ms(t1.elapsed())
-        ));
+        super::note_timings(p, t0, t1);
     }
-    match g.format {
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&report).context("serialising the report")?;
-            s.push('\n');
-            p.data(&s);
-        }
-        Format::Text => p.data(&render_text(&report)),
-        Format::Sarif => anyhow::bail!("--format sarif is only supported by `tpuport check`"),
-    }
+    super::emit_report(p, g.format, &report, || render_text(&report))?;
     let threshold = match a.fail_on {
         FailOn::Info => Some(Level::Info),
         FailOn::Warning => Some(Level::Warning),

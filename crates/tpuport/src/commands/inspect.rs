@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::Args;
 use tpuport_analysis::inventory::{self, Inventory, InventoryOptions};
 use tpuport_formats::ImportOptions;
@@ -14,7 +13,7 @@ use tpuport_model::{NoteLevel, Shape};
 use tpuport_report::human::{bytes, si, thousands};
 use tpuport_report::{Align, Table};
 
-use crate::cli::{Format, GlobalArgs};
+use crate::cli::GlobalArgs;
 use crate::commands::Status;
 use crate::printer::Printer;
 
@@ -76,22 +75,9 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup },
     );
     if a.timings {
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        p.note(&format!(
-            "timings: import {:.3} ms, analysis {:.3} ms",
-            ms(t1 - t0),
-            ms(t1.elapsed())
-        ));
+        super::note_timings(p, t0, t1);
     }
-    match g.format {
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&inv).context("serialising the report")?;
-            s.push('\n');
-            p.data(&s);
-        }
-        Format::Text => p.data(&render_text(&inv)),
-        Format::Sarif => anyhow::bail!("--format sarif is only supported by `tpuport check`"),
-    }
+    super::emit_report(p, g.format, &inv, || render_text(&inv))?;
     for n in &inv.notes {
         if n.level >= NoteLevel::Warning {
             p.warn(&format!("{} [{}]", n.message, n.code));

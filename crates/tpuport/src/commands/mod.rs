@@ -58,3 +58,32 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Validate(a) => validate::run(&a, global, p),
     }
 }
+
+/// Writes a verb's report to stdout: pretty JSON (with a trailing newline) for `--format json`,
+/// `text()` for `--format text`; SARIF is only `check`'s.
+pub(crate) fn emit_report<T: serde::Serialize>(
+    p: &Printer,
+    format: crate::cli::Format,
+    report: &T,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    match format {
+        crate::cli::Format::Json => {
+            let mut s = serde_json::to_string_pretty(report).context("serialising the report")?;
+            s.push('\n');
+            p.data(&s);
+        }
+        crate::cli::Format::Text => p.data(&text()),
+        crate::cli::Format::Sarif => {
+            anyhow::bail!("--format sarif is only supported by `tpuport check`")
+        }
+    }
+    Ok(())
+}
+
+/// The `--timings` line: import time (`t0`..`t1`) and analysis time (`t1`..now), on stderr.
+pub(crate) fn note_timings(p: &Printer, t0: std::time::Instant, t1: std::time::Instant) {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    p.note(&format!("timings: import {:.3} ms, analysis {:.3} ms", ms(t1 - t0), ms(t1.elapsed())));
+}

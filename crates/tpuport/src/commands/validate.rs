@@ -17,7 +17,7 @@ use tpuport_model::{DType, HostTensor, Model};
 use tpuport_numerics::{Bisection, Metrics, Policy, Precision, Probe, Verdict};
 use tpuport_pjrt::Program;
 
-use crate::cli::{Format, GlobalArgs};
+use crate::cli::GlobalArgs;
 use crate::commands::Status;
 use crate::commands::pjrt_util::{Module, RuntimeArgs};
 use crate::commands::run::{execute, to_device};
@@ -275,10 +275,7 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
         bisect: bisection,
         passed,
     };
-    match g.format {
-        Format::Json => p.data(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
-        _ => p.data(&render(&report, a.chart_rows)),
-    }
+    super::emit_report(p, g.format, &report, || render(&report, a.chart_rows))?;
     Ok(if passed { Status::Success } else { Status::Findings })
 }
 
@@ -499,11 +496,17 @@ fn lower_onnx(a: &ValidateArgs) -> anyhow::Result<Source> {
     use tpuport_lower::onnx::{ArgSource, LowerOptions, lower};
     let mut opts = tpuport_formats::ImportOptions::default();
     if let Some(path) = &a.inputs {
-        // `input_N` (ONNX test-data layout) names the N-th graph input
-        let names: Vec<String> = tpuport_formats::open(&a.model, &opts)
-            .map(|m| m.graph.inputs.iter().map(|v| m.graph.value(*v).name.clone()).collect())
-            .unwrap_or_default();
-        for (name, t) in read_tensors_as(path, Some("output_"))? {
+        let files = read_tensors_as(path, Some("output_"))?;
+        // `input_N` (ONNX test-data layout) names the N-th graph input: read the graph's input
+        // names first, only when such files are there
+        let names: Vec<String> = if files.iter().any(|(n, _)| n.starts_with("input_")) {
+            tpuport_formats::open(&a.model, &opts)
+                .map(|m| m.graph.inputs.iter().map(|v| m.graph.value(*v).name.clone()).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for (name, t) in files {
             let name = name
                 .strip_prefix("input_")
                 .and_then(|n| n.parse::<usize>().ok())
