@@ -286,7 +286,7 @@ mod tests {
         t.row(vec!["key".to_owned(), "value".to_owned(), "source".to_owned()]);
         t.row(["k", "", "s"]);
         t.row(["only"]);
-        assert_eq!(t.render(), "key  value  source\nk           s\nonly\n");
+        assert_eq!(t.render(), "key   value  source\nk            s\nonly\n");
         assert!(!t.is_empty());
         assert!(Table::default().is_empty());
         assert_eq!(Table::default().render(), "");
@@ -301,7 +301,7 @@ mod tests {
         ]);
         t.row(["/model/layer.3/conv", "a long note", "7"]);
         t.row(["short", "ok", "12"]);
-        assert_eq!(t.render(), "  node      note     n\n  …3/conv   a lon…   7\n  short     ok      12\n");
+        assert_eq!(t.render(), "  node      note     n\n  ….3/conv  a lon…   7\n  short     ok      12\n");
         assert_eq!(truncate("abc", 3, Truncate::Start), "abc");
         assert_eq!(truncate("héllo wörld", 5, Truncate::Start), "…örld");
         assert_eq!(truncate("héllo wörld", 5, Truncate::End), "héll…");
