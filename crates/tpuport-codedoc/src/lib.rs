@@ -147,9 +147,10 @@ impl CodeDocs {
         let _ = writeln!(out, "{} {}.\n", self.pages.len(), self.noun);
         for (prefix, title) in &self.families {
             let _ = writeln!(out, "## {title} (`{prefix}xx`)\n");
-            let columns: Vec<&str> = self.pages.first().map_or_else(Vec::new, |p| {
-                p.facts.iter().map(|f| f.column).collect()
-            });
+            let columns: Vec<&str> = self
+                .pages
+                .first()
+                .map_or_else(Vec::new, |p| p.facts.iter().map(|f| f.column).collect());
             out.push_str("| Code | Name |");
             for c in &columns {
                 let _ = write!(out, " {c} |");
@@ -184,7 +185,10 @@ mod tests {
 
     #[test]
     fn clean_strips_the_rustdoc_space_and_trims() {
-        assert_eq!(clean(" ## What it does\n Finds x.\n\n  indented\n"), "## What it does\nFinds x.\n\n indented\n");
+        assert_eq!(
+            clean(" ## What it does\n Finds x.\n\n  indented\n"),
+            "## What it does\nFinds x.\n\n indented\n"
+        );
         assert_eq!(clean(""), "\n");
     }
 
@@ -192,7 +196,10 @@ mod tests {
     fn summary_is_the_first_sentence_under_the_heading() {
         let doc = "## What it does\nChecks for `a`. More\ntext.\n\n## Why\nBecause.\n";
         assert_eq!(summary(doc, "## What it does"), "Checks for `a`.");
-        assert_eq!(summary("## What it does\n\nOne line\nwrapped\n## Next\n", "## What it does"), "One line wrapped");
+        assert_eq!(
+            summary("## What it does\n\nOne line\nwrapped\n## Next\n", "## What it does"),
+            "One line wrapped"
+        );
         assert_eq!(summary(doc, "## What it finds"), "");
     }
 
@@ -201,7 +208,12 @@ mod tests {
             code: code.to_owned(),
             name: format!("name-{code}"),
             family: "Shapes",
-            facts: vec![Fact { label: "Default severity", column: "Severity", value: sev.to_owned(), short: sev.to_owned() }],
+            facts: vec![Fact {
+                label: "Default severity",
+                column: "Severity",
+                value: sev.to_owned(),
+                short: sev.to_owned(),
+            }],
             source: "src/x.rs",
             doc: "## What it finds\nA | B. More.\n".to_owned(),
             summary: "A | B.".to_owned(),
@@ -222,7 +234,9 @@ mod tests {
         let d = docs();
         assert_eq!(
             d.lookup("x101").map(CodePage::render).as_deref(),
-            Some("# name-X101 (X101)\n\nFamily: Shapes · Default severity: error\n\nDerived from `src/x.rs`.\n\n## What it finds\nA | B. More.\n")
+            Some(
+                "# name-X101 (X101)\n\nFamily: Shapes · Default severity: error\n\nDerived from `src/x.rs`.\n\n## What it finds\nA | B. More.\n"
+            )
         );
         assert_eq!(
             d.index(),
@@ -232,7 +246,10 @@ mod tests {
              ## Empty (`X2xx`)\n\n| Code | Name | Severity | Summary |\n|---|---|---|---|\n\n"
         );
         let files = d.files();
-        assert_eq!(files.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["README.md", "X101.md", "X102.md"]);
+        assert_eq!(
+            files.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+            ["README.md", "X101.md", "X102.md"]
+        );
         assert_eq!(d.list()[1], ("X102".to_owned(), "name-X102 — A | B.".to_owned()));
         assert!(d.lookup("X999").is_none());
     }

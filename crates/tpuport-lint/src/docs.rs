@@ -26,7 +26,12 @@ pub fn code_page(rule: Rule) -> CodePage {
         name: rule.name(),
         family: rule.family().title(),
         facts: vec![
-            Fact { label: "Status", column: "Status", value: status.to_owned(), short: short.to_owned() },
+            Fact {
+                label: "Status",
+                column: "Status",
+                value: status.to_owned(),
+                short: short.to_owned(),
+            },
             Fact::new("Fix", fix_note(rule)),
         ],
         source: rule.source_path(),

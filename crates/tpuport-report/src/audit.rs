@@ -111,7 +111,8 @@ fn summary(o: &mut String, r: &AuditReport) {
         bytes(t.fused_bytes)
     );
     let count = |l: Level| r.findings.iter().filter(|f| f.severity == l).count();
-    let (errors, warnings, infos) = (count(Level::Error), count(Level::Warning), count(Level::Info));
+    let (errors, warnings, infos) =
+        (count(Level::Error), count(Level::Warning), count(Level::Info));
     let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings, {infos} info");
     if r.summary.top_fixes.is_empty() {
         let _ = writeln!(o, "  nothing to fix");

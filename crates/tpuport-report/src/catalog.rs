@@ -65,7 +65,11 @@ pub fn render_chip(cat: &Catalog, c: &Chip, paint: Paint) -> String {
     out.push_str(&t.render());
     let slices: Vec<String> = cat.slices(c).iter().map(|s| s.accelerator_type.clone()).collect();
     if !slices.is_empty() {
-        out.push_str(&format!("\n{}\n  {}\n", paint.paint("slices", Style::Bold), slices.join(", ")));
+        out.push_str(&format!(
+            "\n{}\n  {}\n",
+            paint.paint("slices", Style::Bold),
+            slices.join(", ")
+        ));
     }
     out
 }

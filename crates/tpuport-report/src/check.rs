@@ -122,7 +122,10 @@ fn span_json(source: &str, lines: &LineIndex, span: Span) -> (Value, Value) {
 ///
 /// # Errors
 /// When the document cannot be serialised.
-pub fn render_json(reports: &[FileReport], threshold: Applicability) -> Result<String, ReportError> {
+pub fn render_json(
+    reports: &[FileReport],
+    threshold: Applicability,
+) -> Result<String, ReportError> {
     let mut findings = Vec::new();
     let mut errors = Vec::new();
     let mut fixed = serde_json::Map::new();

@@ -82,7 +82,8 @@ pub struct DoctorReport {
 #[must_use]
 pub fn render_text(r: &DoctorReport, packages: &[&str], paint: Paint) -> String {
     let mut s = String::new();
-    let heading = format!("PJRT plugins (tpuport's declarations: PJRT API {}):", r.header_api_version);
+    let heading =
+        format!("PJRT plugins (tpuport's declarations: PJRT API {}):", r.header_api_version);
     let _ = writeln!(s, "{}", paint.paint(&heading, Style::Bold));
     if r.plugins.is_empty() {
         let _ = writeln!(s, "  none found");
@@ -157,6 +158,8 @@ mod tests {
         );
         assert_eq!(strip_ansi(&render_text(&r, &["jax", "jaxlib"], Paint::new(true))), text);
         let none = DoctorReport { plugins: vec![], python: None, notes: vec![], ..r };
-        assert!(render_text(&none, &[], Paint::PLAIN).contains("  none found\nPython: not found\n"));
+        assert!(
+            render_text(&none, &[], Paint::PLAIN).contains("  none found\nPython: not found\n")
+        );
     }
 }

@@ -180,12 +180,11 @@ pub fn render_text(inv: &Inventory, paint: Paint) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
-    use tpuport_model::{
-        DType, Graph, Model, ModelFormat, Node, NoteLevel, Shape, TensorType, Value, ValueKind,
-        Weight, WeightData,
-    };
-
     use tpuport_analysis::inventory::{self, InventoryOptions};
+    use tpuport_model::{
+        DType, Graph, Model, ModelFormat, NoteLevel, Shape, TensorType, ValueKind,
+    };
+    use tpuport_testkit::graph::{f32_weight, node, value};
 
     use super::*;
 
@@ -200,46 +199,18 @@ mod tests {
         m.metadata.ir_version = Some(8);
         m.metadata.opsets = vec![(String::new(), 17)];
         let mut g = Graph { name: "main".into(), ..Graph::default() };
-        let weight = |g: &mut Graph, m: &mut Model, name: &str, shape: Vec<u64>, fill: u8| {
-            let n = usize::try_from(shape.iter().product::<u64>()).unwrap() * 4;
-            let id = m.weights.push(Weight {
-                name: name.into(),
-                dtype: DType::F32,
-                shape: shape.clone(),
-                data: WeightData::Inline(vec![fill; n].into()),
-            });
-            g.add_value(Value {
-                name: name.into(),
-                ty: TensorType::new(DType::F32, Shape::fixed(&shape)),
-                kind: ValueKind::Weight(id),
-                producer: None,
-            })
-        };
-        let w = weight(&mut g, &mut m, "conv.weight", vec![64, 3, 3, 3], 1);
-        let b = weight(&mut g, &mut m, "conv.bias", vec![64], 2);
-        let fc = weight(&mut g, &mut m, "fc.weight", vec![64, 32], 3);
-        let _copy = weight(&mut g, &mut m, "fc.weight.copy", vec![64, 32], 3);
-        let _s = weight(&mut g, &mut m, "scale", vec![], 4);
+        let w = f32_weight(&mut m, &mut g, "conv.weight", &[64, 3, 3, 3], 1);
+        let b = f32_weight(&mut m, &mut g, "conv.bias", &[64], 2);
+        let fc = f32_weight(&mut m, &mut g, "fc.weight", &[64, 32], 3);
+        let _copy = f32_weight(&mut m, &mut g, "fc.weight.copy", &[64, 32], 3);
+        let _s = f32_weight(&mut m, &mut g, "scale", &[], 4);
         let ty = |s: &str| TensorType::new(DType::F32, Shape::parse_dims(s));
-        let val = |g: &mut Graph, name: &str, t: TensorType, kind| {
-            g.add_value(Value { name: name.into(), ty: t, kind, producer: None })
-        };
-        let x = val(&mut g, "input", ty("batchx3x8x8"), ValueKind::Input);
-        let c = val(&mut g, "conv_out", ty("batchx64x8x8"), ValueKind::Intermediate);
-        let r = val(&mut g, "relu_out", ty("batchx64x8x8"), ValueKind::Intermediate);
-        let y = val(&mut g, "logits", ty("batchx64x8x32"), ValueKind::Intermediate);
+        let x = value(&mut g, "input", ty("batchx3x8x8"), ValueKind::Input);
+        let c = value(&mut g, "conv_out", ty("batchx64x8x8"), ValueKind::Intermediate);
+        let r = value(&mut g, "relu_out", ty("batchx64x8x8"), ValueKind::Intermediate);
+        let y = value(&mut g, "logits", ty("batchx64x8x32"), ValueKind::Intermediate);
         g.inputs = vec![x];
         g.outputs = vec![y];
-        let node = |name: &str, op: &str, ins: Vec<_>, out| Node {
-            name: name.into(),
-            op: op.into(),
-            domain: String::new(),
-            inputs: ins,
-            outputs: vec![out],
-            attrs: vec![],
-            subgraphs: vec![],
-            location: None,
-        };
         g.add_node(node("conv", "Conv", vec![Some(x), Some(w), Some(b)], c));
         g.add_node(node("relu", "Relu", vec![Some(c)], r));
         g.add_node(node("fc", "MatMul", vec![Some(r), Some(fc)], y));

@@ -26,7 +26,10 @@ mod tests {
     #[test]
     fn pretty_with_a_trailing_newline() {
         let v = serde_json::json!({ "a": [1, 2], "b": null });
-        assert_eq!(to_pretty(&v).unwrap(), "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": null\n}\n");
+        assert_eq!(
+            to_pretty(&v).unwrap(),
+            "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": null\n}\n"
+        );
     }
 
     #[test]

@@ -289,6 +289,8 @@ mod tests {
         let n = &r["invocations"][0];
         assert_eq!(n["executionSuccessful"], false);
         let nloc = &n["toolExecutionNotifications"][0]["locations"][0]["physicalLocation"];
-        assert!(nloc.get("region").is_none() && nloc["artifactLocation"].get("uriBaseId").is_none());
+        assert!(
+            nloc.get("region").is_none() && nloc["artifactLocation"].get("uriBaseId").is_none()
+        );
     }
 }

@@ -301,7 +301,10 @@ mod tests {
         ]);
         t.row(["/model/layer.3/conv", "a long note", "7"]);
         t.row(["short", "ok", "12"]);
-        assert_eq!(t.render(), "  node      note     n\n  ….3/conv  a lon…   7\n  short     ok      12\n");
+        assert_eq!(
+            t.render(),
+            "  node      note     n\n  ….3/conv  a lon…   7\n  short     ok      12\n"
+        );
         assert_eq!(truncate("abc", 3, Truncate::Start), "abc");
         assert_eq!(truncate("héllo wörld", 5, Truncate::Start), "…örld");
         assert_eq!(truncate("héllo wörld", 5, Truncate::End), "héll…");
@@ -311,9 +314,10 @@ mod tests {
     #[test]
     fn colour_is_applied_after_padding() {
         let build = |paint| {
-            let mut t = Table::with_columns([Column::left("sev"), Column::right("n").style(Style::Bold)])
-                .header_style(Style::Bold)
-                .paint(paint);
+            let mut t =
+                Table::with_columns([Column::left("sev"), Column::right("n").style(Style::Bold)])
+                    .header_style(Style::Bold)
+                    .paint(paint);
             t.row([Cell::styled("error", Style::Red), Cell::from("1")]);
             t.row([Cell::styled("info", Style::Cyan), Cell::from("100")]);
             t.render()

@@ -84,10 +84,9 @@ pub fn check_region(path: &Path, begin: &str, end: &str, want: &str, regenerate:
         .find(begin)
         .unwrap_or_else(|| panic!("{}: no `{}` marker", path.display(), begin.trim_end()))
         + begin.len();
-    let stop = text[start..]
-        .find(end)
-        .map(|i| start + i)
-        .unwrap_or_else(|| panic!("{}: no `{}` marker after the first", path.display(), end.trim_end()));
+    let stop = text[start..].find(end).map(|i| start + i).unwrap_or_else(|| {
+        panic!("{}: no `{}` marker after the first", path.display(), end.trim_end())
+    });
     if text[start..stop] == *want {
         return;
     }
@@ -108,7 +107,8 @@ mod tests {
     // the comparing half, and only when the switch is unset (as in CI).
 
     fn tmp(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("tpuport-testkit-docs-{tag}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("tpuport-testkit-docs-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

@@ -73,3 +73,4 @@ pub fn position_checksum(b: &[u8]) -> u64 {
 }
 
 pub mod docs;
+pub mod graph;

@@ -14,7 +14,8 @@ use common::{command, output, tpuport};
 /// more than a pipe buffer (64 KiB on Linux) holds, so writing it to a pipe nobody reads fails.
 fn script() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("train.py"), "import torch\nx = torch.zeros(3).cuda()\n").unwrap();
+    std::fs::write(dir.path().join("train.py"), "import torch\nx = torch.zeros(3).cuda()\n")
+        .unwrap();
     dir
 }
 
@@ -26,8 +27,17 @@ fn a_closed_pipe_ends_quietly_with_exit_0() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert_eq!(full.status.code(), Some(1), "one finding: {}", String::from_utf8_lossy(&full.stderr));
-    assert!(full.stdout.len() > 64 * 1024, "{} bytes: no more than a pipe buffer", full.stdout.len());
+    assert_eq!(
+        full.status.code(),
+        Some(1),
+        "one finding: {}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    assert!(
+        full.stdout.len() > 64 * 1024,
+        "{} bytes: no more than a pipe buffer",
+        full.stdout.len()
+    );
 
     let mut child = command()
         .args(["--format", "sarif", "check", "train.py"])
@@ -54,10 +64,12 @@ fn a_failed_write_is_one_error_line_and_exit_2() {
 
 #[test]
 fn colour_on_stdout_follows_the_flag() {
-    let always = output(command().args(["--color", "always", "catalog", "v5e"]).env_remove("NO_COLOR"));
+    let always =
+        output(command().args(["--color", "always", "catalog", "v5e"]).env_remove("NO_COLOR"));
     assert_eq!(always.code, 0, "{}", always.stderr);
     assert!(always.stdout.contains("\u{1b}[1mTPU v5e (v5e)\u{1b}[0m"), "{}", always.stdout);
-    let never = output(command().args(["--color", "never", "catalog", "v5e"]).env_remove("NO_COLOR"));
+    let never =
+        output(command().args(["--color", "never", "catalog", "v5e"]).env_remove("NO_COLOR"));
     assert!(!never.stdout.contains('\u{1b}'));
     // `auto` with stdout a pipe (and `NO_COLOR` set by `tpuport()`): plain.
     let auto = tpuport(&["catalog", "v5e"]);

@@ -28,7 +28,8 @@ fn registries() -> Vec<CodeDocs> {
 pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let regs = registries();
     let Some(code) = a.code.as_deref().filter(|_| !a.all) else {
-        let rows = regs.iter().flat_map(|r| r.list().into_iter().map(move |(c, s)| (r.registry, c, s)));
+        let rows =
+            regs.iter().flat_map(|r| r.list().into_iter().map(move |(c, s)| (r.registry, c, s)));
         if g.format == Format::Json {
             let v: Vec<_> = rows
                 .map(|(reg, code, s)| serde_json::json!({"registry": reg, "code": code, "summary": s}))

@@ -52,9 +52,8 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         &imported.model,
         &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup },
     );
-    a.import.finish(p, g, &imported, &inv, || {
-        tpuport_report::inspect::render_text(&inv, p.paint())
-    })?;
+    a.import
+        .finish(p, g, &imported, &inv, || tpuport_report::inspect::render_text(&inv, p.paint()))?;
     for n in &inv.notes {
         if n.level >= NoteLevel::Warning {
             p.warn(&format!("{} [{}]", n.message, n.code));
