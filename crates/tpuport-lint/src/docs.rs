@@ -40,12 +40,6 @@ pub fn code_page(rule: Rule) -> CodePage {
     }
 }
 
-/// The page of one rule.
-#[must_use]
-pub fn rule_page(rule: Rule) -> String {
-    code_page(rule).render()
-}
-
 /// `none`, `unsafe`, `display-only` or `safe`, from the first line of the "Fix safety" section.
 fn fix_note(rule: Rule) -> &'static str {
     let doc = rule.doc();
