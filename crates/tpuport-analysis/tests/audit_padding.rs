@@ -7,9 +7,8 @@
 
 use tpuport_analysis::{Optimizer, Workload, cost, layout, memory};
 use tpuport_hw::{Catalog, matmul_utilization, padded_bytes, padded_shape};
-use tpuport_model::{
-    DType, Graph, Model, ModelFormat, Node, Shape, TensorType, Value, ValueKind, Weight, WeightData,
-};
+use tpuport_model::{DType, Graph, Model, ModelFormat, Shape, TensorType, ValueKind};
+use tpuport_testkit::graph::{f32_weight, node, value};
 
 #[test]
 fn tiling_rules_on_known_shapes() {
@@ -41,46 +40,14 @@ fn tiling_rules_on_known_shapes() {
 fn model() -> Model {
     let mut m = Model::empty(ModelFormat::Onnx);
     let mut g = Graph::default();
-    let mut weight = |g: &mut Graph, name: &str, shape: Vec<u64>| {
-        let n = usize::try_from(shape.iter().product::<u64>()).unwrap() * 4;
-        let id = m.weights.push(Weight {
-            name: name.into(),
-            dtype: DType::F32,
-            shape: shape.clone(),
-            data: WeightData::Inline(vec![1u8; n].into()),
-        });
-        g.add_value(Value {
-            name: name.into(),
-            ty: TensorType::new(DType::F32, Shape::fixed(&shape)),
-            kind: ValueKind::Weight(id),
-            producer: None,
-        })
-    };
-    let w = weight(&mut g, "fc.weight", vec![512, 10]);
-    let b = weight(&mut g, "fc.bias", vec![10]);
-    let val = |g: &mut Graph, name: &str, s: &[u64], kind| {
-        g.add_value(Value {
-            name: name.into(),
-            ty: TensorType::new(DType::F32, Shape::fixed(s)),
-            kind,
-            producer: None,
-        })
-    };
-    let x = val(&mut g, "x", &[8, 512], ValueKind::Input);
-    let y = val(&mut g, "y", &[8, 10], ValueKind::Intermediate);
-    let z = val(&mut g, "z", &[8, 10], ValueKind::Intermediate);
+    let w = f32_weight(&mut m, &mut g, "fc.weight", &[512, 10], 1);
+    let b = f32_weight(&mut m, &mut g, "fc.bias", &[10], 1);
+    let ty = |s: &[u64]| TensorType::new(DType::F32, Shape::fixed(s));
+    let x = value(&mut g, "x", ty(&[8, 512]), ValueKind::Input);
+    let y = value(&mut g, "y", ty(&[8, 10]), ValueKind::Intermediate);
+    let z = value(&mut g, "z", ty(&[8, 10]), ValueKind::Intermediate);
     g.inputs = vec![x];
     g.outputs = vec![z];
-    let node = |name: &str, op: &str, ins: Vec<_>, out| Node {
-        name: name.into(),
-        op: op.into(),
-        domain: String::new(),
-        inputs: ins,
-        outputs: vec![out],
-        attrs: vec![],
-        subgraphs: vec![],
-        location: None,
-    };
     g.add_node(node("fc", "MatMul", vec![Some(x), Some(w)], y));
     g.add_node(node("bias", "Add", vec![Some(y), Some(b)], z));
     m.graph = g;

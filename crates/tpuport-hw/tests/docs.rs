@@ -7,27 +7,13 @@ use tpuport_hw::{Catalog, catalog_markdown};
 
 const BEGIN: &str = "<!-- BEGIN GENERATED: tpuport-hw catalog -->\n";
 const END: &str = "<!-- END GENERATED: tpuport-hw catalog -->";
+const REGENERATE: &str = "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-hw --test docs";
 
 #[test]
 fn hardware_doc_tables_match_the_catalog() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/hardware.md");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let start = text.find(BEGIN).expect("BEGIN marker in docs/hardware.md") + BEGIN.len();
-    let end = text.find(END).expect("END marker in docs/hardware.md");
     let want = catalog_markdown(&Catalog::builtin());
-    if text[start..end] == want {
-        return;
-    }
-    if std::env::var_os("TPUPORT_BLESS").is_some() {
-        let updated = format!("{}{want}{}", &text[..start], &text[end..]);
-        let tmp = path.with_extension("md.tmp");
-        std::fs::write(&tmp, updated).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
-        return;
-    }
-    panic!(
-        "docs/hardware.md tables are out of date; run `TPUPORT_BLESS=1 cargo test -p tpuport-hw --test docs`"
-    );
+    tpuport_testkit::docs::check_region(&path, BEGIN, END, &want, REGENERATE);
 }
 
 #[test]

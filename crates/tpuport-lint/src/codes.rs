@@ -5,7 +5,7 @@
 //! specifics, `TPU8xx` checkpointing.
 
 use crate::rules;
-use crate::violation::{AsRule, ViolationDoc, clean_doc};
+use crate::violation::{AsRule, ViolationDoc};
 
 /// Whether a rule runs by default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -209,25 +209,13 @@ impl Rule {
     /// The user documentation (Markdown), from the violation's doc comment.
     #[must_use]
     pub fn doc(self) -> String {
-        clean_doc(self.raw_doc())
+        tpuport_codedoc::clean(self.raw_doc())
     }
 
     /// First sentence of "What it does", used as the short description.
     #[must_use]
     pub fn summary(self) -> String {
-        let doc = self.doc();
-        let body = doc.split("## What it does").nth(1).unwrap_or("");
-        let para: String = body
-            .lines()
-            .map(str::trim)
-            .skip_while(|l| l.is_empty())
-            .take_while(|l| !l.is_empty() && !l.starts_with('#'))
-            .collect::<Vec<_>>()
-            .join(" ");
-        match para.find(". ") {
-            Some(i) => para[..=i].to_owned(),
-            None => para,
-        }
+        tpuport_codedoc::summary(&self.doc(), "## What it does")
     }
 
     /// Path of the file that defines the rule, relative to the repository root.

@@ -1,76 +1,77 @@
-//! Generated rule documentation: `docs/rules/<CODE>.md` and `docs/rules/README.md`.
+//! Generated rule documentation: `docs/rules/<CODE>.md` and `docs/rules/README.md`, and what
+//! `tpuport explain CODE` prints — one [`CodeDocs`] set, laid out by `tpuport-codedoc`.
 //!
 //! Regenerate with `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint docs_are_current`; the
 //! same test fails when the checked-in files differ from what the code generates.
 
-use std::fmt::Write as _;
+use tpuport_codedoc::{CodeDocs, CodePage, Fact};
 
 use crate::codes::{Family, Rule, RuleStatus};
 
-/// Environment variable that makes the docs test rewrite `docs/rules/` instead of comparing.
-pub const UPDATE_DOCS_ENV: &str = "TPUPORT_UPDATE_DOCS";
+/// Directory of the generated pages, relative to the repository root.
+pub const DOCS_DIR: &str = "docs/rules";
 
-/// The page of one rule.
+/// The command that regenerates [`DOCS_DIR`].
+pub const REGENERATE: &str = "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint docs_are_current";
+
+/// The documentation of one rule.
 #[must_use]
-pub fn rule_page(rule: Rule) -> String {
-    let mut out = String::new();
-    let status = match rule.status() {
-        RuleStatus::Stable => "stable",
-        RuleStatus::Preview => "preview (enable with `--preview` or select the code)",
+pub fn code_page(rule: Rule) -> CodePage {
+    let (status, short) = match rule.status() {
+        RuleStatus::Stable => ("stable", "stable"),
+        RuleStatus::Preview => ("preview (enable with `--preview` or select the code)", "preview"),
     };
-    let fix = rule_fix_note(rule);
-    let _ = writeln!(out, "# {} ({})\n", rule.name(), rule.code());
-    let _ = writeln!(out, "Family: {} · Status: {status} · {fix}\n", rule.family().title());
-    let _ = writeln!(out, "Derived from `{}`.\n", rule.source_path());
-    out.push_str(&rule.doc());
-    out
+    CodePage {
+        code: rule.code().to_owned(),
+        name: rule.name(),
+        family: rule.family().title(),
+        facts: vec![
+            Fact {
+                label: "Status",
+                column: "Status",
+                value: status.to_owned(),
+                short: short.to_owned(),
+            },
+            Fact::new("Fix", fix_note(rule)),
+        ],
+        source: rule.source_path(),
+        doc: rule.doc(),
+        summary: rule.summary(),
+    }
 }
 
-fn rule_fix_note(rule: Rule) -> &'static str {
+/// `none`, `unsafe`, `display-only` or `safe`, from the first line of the "Fix safety" section.
+fn fix_note(rule: Rule) -> &'static str {
     let doc = rule.doc();
     let section = doc.split("## Fix safety").nth(1).unwrap_or("");
     let first = section.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     if first.starts_with("There is no fix") {
-        "Fix: none"
+        "none"
     } else if first.contains("unsafe") {
-        "Fix: unsafe"
+        "unsafe"
     } else if first.contains("display") {
-        "Fix: display-only"
+        "display-only"
     } else {
-        "Fix: safe"
+        "safe"
     }
 }
 
-/// The index page.
+/// Every rule's documentation, in code order.
 #[must_use]
-pub fn index_page() -> String {
-    let mut out = String::from("# tpuport rules\n\n");
-    out.push_str("Generated from the rule sources by `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint docs_are_current`; do not edit by hand.\n");
-    out.push_str("Run `tpuport explain CODE` for the same text in a terminal.\n\n");
-    let _ = writeln!(out, "{} rules.\n", Rule::ALL.len());
-    for family in Family::ALL {
-        let _ = writeln!(out, "## {} (`{}xx`)\n", family.title(), family.prefix());
-        out.push_str("| Code | Name | Status | Fix | Summary |\n|---|---|---|---|---|\n");
-        for rule in Rule::ALL.iter().filter(|r| r.family() == family) {
-            let status = if rule.status() == RuleStatus::Stable { "stable" } else { "preview" };
-            let fix = rule_fix_note(*rule).trim_start_matches("Fix: ");
-            let _ = writeln!(
-                out,
-                "| [{code}]({code}.md) | {} | {status} | {fix} | {} |",
-                rule.name(),
-                rule.summary().replace('|', "\\|"),
-                code = rule.code()
-            );
-        }
-        out.push('\n');
+pub fn code_docs() -> CodeDocs {
+    CodeDocs {
+        registry: "lint",
+        title: "tpuport rules",
+        regenerate: REGENERATE,
+        intro: "Run `tpuport explain CODE` for the same text in a terminal.",
+        noun: "rules",
+        families: Family::ALL.iter().map(|f| (f.prefix(), f.title())).collect(),
+        pages: Rule::ALL.iter().map(|r| code_page(*r)).collect(),
     }
-    out
 }
 
 /// Every generated file: (file name inside `docs/rules/`, contents).
 #[must_use]
 pub fn generate() -> Vec<(String, String)> {
-    let mut files = vec![("README.md".to_owned(), index_page())];
-    files.extend(Rule::ALL.iter().map(|r| (format!("{}.md", r.code()), rule_page(*r))));
-    files
+    code_docs().files()
 }

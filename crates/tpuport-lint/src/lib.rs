@@ -12,7 +12,6 @@ pub mod codes;
 mod diagnostic;
 pub mod docs;
 mod error;
-pub mod explain;
 pub mod files;
 pub mod fix;
 mod fs;

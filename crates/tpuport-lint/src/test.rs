@@ -164,23 +164,8 @@ fixture_tests! {
 
 #[test]
 fn docs_are_current() {
-    let dir = crate_dir().join("../../docs/rules");
-    let update = std::env::var_os(crate::docs::UPDATE_DOCS_ENV).is_some_and(|v| !v.is_empty());
-    let files = crate::docs::generate();
-    if update {
-        std::fs::create_dir_all(&dir).unwrap();
-        for (name, text) in &files {
-            std::fs::write(dir.join(name), text).unwrap();
-        }
-    }
-    for (name, text) in &files {
-        let on_disk = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-        assert!(
-            on_disk == *text,
-            "docs/rules/{name} is stale: run `{}=1 cargo test -p tpuport-lint docs_are_current`",
-            crate::docs::UPDATE_DOCS_ENV
-        );
-    }
+    let dir = tpuport_testkit::repo_root().join(crate::docs::DOCS_DIR);
+    tpuport_testkit::docs::check_dir(&dir, &crate::docs::generate(), crate::docs::REGENERATE);
 }
 
 #[test]

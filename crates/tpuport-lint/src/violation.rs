@@ -41,13 +41,3 @@ macro_rules! violation {
     };
 }
 pub(crate) use violation;
-
-/// Strips the one leading space rustdoc keeps on every `///` line.
-pub(crate) fn clean_doc(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for line in raw.lines() {
-        out.push_str(line.strip_prefix(' ').unwrap_or(line));
-        out.push('\n');
-    }
-    out.trim().to_owned() + "\n"
-}

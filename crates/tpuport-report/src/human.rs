@@ -1,4 +1,4 @@
-//! Human-readable numbers.
+//! Human-readable numbers: counts, bytes, FLOPs, durations, percentages.
 
 /// `25557032` → `25,557,032`.
 #[must_use]
@@ -31,7 +31,8 @@ pub fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-/// A count with an SI suffix and three significant digits: `25557032` → `25.6M`.
+/// A count (parameters, FLOPs, ops) with an SI suffix and three significant digits:
+/// `25557032` → `25.6M`.
 #[must_use]
 pub fn si(n: u64) -> String {
     const UNITS: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
@@ -52,6 +53,27 @@ pub fn si(n: u64) -> String {
     n.to_string()
 }
 
+/// A duration in seconds in the unit that reads best, three significant digits at most:
+/// `1.5` → `1.50 s`, `0.00105` → `1.05 ms`, `2.5e-6` → `2.5 us`, `4e-8` → `40 ns`.
+#[must_use]
+pub fn duration(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else if seconds >= 1e-6 {
+        format!("{:.1} us", seconds * 1e6)
+    } else {
+        format!("{:.0} ns", seconds * 1e9)
+    }
+}
+
+/// A fraction as a percentage with one decimal: `0.2913` → `29.1%`.
+#[must_use]
+pub fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +90,11 @@ mod tests {
         assert_eq!(si(25_557_032), "25.6M");
         assert_eq!(si(124_439_808), "124M");
         assert_eq!(si(7), "7");
+        assert_eq!(duration(1.5), "1.50 s");
+        assert_eq!(duration(0.001_05), "1.05 ms");
+        assert_eq!(duration(2.5e-6), "2.5 us");
+        assert_eq!(duration(4e-8), "40 ns");
+        assert_eq!(percent(0.2913), "29.1%");
+        assert_eq!(percent(1.0), "100.0%");
     }
 }

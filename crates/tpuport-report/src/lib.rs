@@ -1,9 +1,32 @@
-//! Renderers shared by the verbs. They build strings; the binary decides where they go.
+//! Renderers: every report tpuport writes is built here as a string; the binary only decides
+//! where it goes (its `Printer`). Libraries return data, this crate turns data into text, JSON
+//! and SARIF, and nothing here prints or reads the environment.
 //!
-//! - [`Table`]: left/right aligned text columns, no borders, readable without colour.
-//! - [`human`]: numbers with thousands separators, byte sizes in binary units, SI counts.
+//! The building blocks:
+//! - [`Table`] and [`Column`]: aligned text columns with headers, width limits and styles; no
+//!   borders, readable without colour.
+//! - [`human`]: counts with thousands separators, SI counts and FLOPs, bytes in binary units,
+//!   durations, percentages.
+//! - [`style`]: optional colour; the caller says whether it is on ([`Paint`]).
+//! - [`json`]: the one pretty-JSON emitter (trailing newline) behind every `--format json`.
+//! - [`sarif`]: the SARIF 2.1.0 object model.
+//!
+//! One module per verb renders that verb's report: [`audit`], [`inspect`], [`catalog`],
+//! [`doctor`], [`check`]. The HTML report of `tpuport migrate` (inline SVG charts) will be a
+//! `html` module built on the same data.
 
+pub mod audit;
+pub mod catalog;
+pub mod check;
+pub mod doctor;
+mod error;
 pub mod human;
+pub mod inspect;
+pub mod json;
+pub mod sarif;
+pub mod style;
 mod table;
 
-pub use table::{Align, Table};
+pub use error::ReportError;
+pub use style::{Paint, Style};
+pub use table::{Align, Cell, Column, Table, Truncate, truncate};

@@ -71,3 +71,6 @@ pub fn position_checksum(b: &[u8]) -> u64 {
         .map(|(i, &x)| u64::from(x) * (i as u64 % 251 + 1))
         .fold(0, u64::wrapping_add)
 }
+
+pub mod docs;
+pub mod graph;

@@ -13,9 +13,20 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     quiet_plugin_logs(cli.global.verbose);
     let printer = printer::Printer::new(&cli.global);
-    match commands::dispatch(cli.command, &cli.global, &printer) {
-        Ok(status) => status.into(),
-        Err(err) => {
+    // The verb returns before the exit status is chosen, so everything it owns (temporary
+    // folders, the PJRT client) is dropped first.
+    let result = commands::dispatch(cli.command, &cli.global, &printer);
+    match (printer.take_output_error(), result) {
+        (Some(printer::OutputError::BrokenPipe), _) => ExitCode::SUCCESS,
+        (Some(printer::OutputError::Write(e)), result) => {
+            printer.error(&anyhow::Error::new(e).context("writing to stdout"));
+            if let Err(err) = result {
+                printer.error(&err);
+            }
+            commands::Status::Failure.into()
+        }
+        (None, Ok(status)) => status.into(),
+        (None, Err(err)) => {
             printer.error(&err);
             commands::Status::Failure.into()
         }

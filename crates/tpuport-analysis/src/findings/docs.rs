@@ -1,58 +1,55 @@
-//! Generated finding documentation: `docs/findings/<CODE>.md` and `docs/findings/README.md`.
+//! Generated finding documentation: `docs/findings/<CODE>.md` and `docs/findings/README.md`, and
+//! what `tpuport explain CODE` prints — one [`CodeDocs`] set, laid out by `tpuport-codedoc`.
 //!
 //! Regenerate with `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-analysis --test findings_docs`;
 //! the same test fails when the checked-in files differ from what the code generates.
 
-use std::fmt::Write as _;
+use tpuport_codedoc::{CodeDocs, CodePage, Fact};
 
 use super::{CodeDoc, FAMILIES, registry};
-
-/// Environment variable that makes the docs test rewrite `docs/findings/` instead of comparing.
-pub const UPDATE_DOCS_ENV: &str = "TPUPORT_UPDATE_DOCS";
 
 /// Directory of the generated pages, relative to the repository root.
 pub const DOCS_DIR: &str = "docs/findings";
 
-/// The page of one code (also what `tpuport explain CODE` prints).
+/// The command that regenerates [`DOCS_DIR`].
+pub const REGENERATE: &str =
+    "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-analysis --test findings_docs";
+
+/// The documentation of one code.
 #[must_use]
-pub fn code_page(doc: &CodeDoc) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# {} ({})\n", doc.name, doc.code);
-    let _ = writeln!(out, "Family: {} · Default severity: {}\n", doc.family(), doc.severity);
-    let _ = writeln!(out, "Derived from `{}`.\n", doc.source);
-    out.push_str(&doc.doc());
-    out
+pub fn code_page(doc: &CodeDoc) -> CodePage {
+    CodePage {
+        code: doc.code.to_owned(),
+        name: doc.name.to_owned(),
+        family: doc.family(),
+        facts: vec![Fact {
+            label: "Default severity",
+            column: "Severity",
+            value: doc.severity.to_string(),
+            short: doc.severity.to_string(),
+        }],
+        source: doc.source,
+        doc: doc.doc(),
+        summary: doc.summary(),
+    }
 }
 
-/// The index page.
+/// Every code's documentation, in code order.
 #[must_use]
-pub fn index_page() -> String {
-    let mut out = String::from("# tpuport audit findings\n\n");
-    out.push_str("Generated from the rule sources by `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-analysis --test findings_docs`; do not edit by hand.\n");
-    out.push_str("`tpuport audit MODEL` reports these; run `tpuport explain CODE` for the same text in a terminal.\n\n");
-    let _ = writeln!(out, "{} codes.\n", registry().len());
-    for (prefix, title) in FAMILIES {
-        let _ = writeln!(out, "## {title} (`{prefix}xx`)\n");
-        out.push_str("| Code | Name | Severity | Summary |\n|---|---|---|---|\n");
-        for d in registry().iter().filter(|d| d.code.starts_with(prefix)) {
-            let _ = writeln!(
-                out,
-                "| [{code}]({code}.md) | {} | {} | {} |",
-                d.name,
-                d.severity,
-                d.summary().replace('|', "\\|"),
-                code = d.code
-            );
-        }
-        out.push('\n');
+pub fn code_docs() -> CodeDocs {
+    CodeDocs {
+        registry: "audit",
+        title: "tpuport audit findings",
+        regenerate: REGENERATE,
+        intro: "`tpuport audit MODEL` reports these; run `tpuport explain CODE` for the same text in a terminal.",
+        noun: "codes",
+        families: FAMILIES.to_vec(),
+        pages: registry().iter().map(code_page).collect(),
     }
-    out
 }
 
 /// Every generated file: (file name inside `docs/findings/`, contents).
 #[must_use]
 pub fn generate() -> Vec<(String, String)> {
-    let mut files = vec![("README.md".to_owned(), index_page())];
-    files.extend(registry().iter().map(|d| (format!("{}.md", d.code), code_page(d))));
-    files
+    code_docs().files()
 }

@@ -167,30 +167,13 @@ impl CodeDoc {
     /// The user documentation (Markdown), from the rule's doc comment.
     #[must_use]
     pub fn doc(&self) -> String {
-        let mut out = String::with_capacity(self.raw_doc.len());
-        for line in self.raw_doc.lines() {
-            out.push_str(line.strip_prefix(' ').unwrap_or(line));
-            out.push('\n');
-        }
-        out.trim().to_owned() + "\n"
+        tpuport_codedoc::clean(self.raw_doc)
     }
 
     /// The first sentence of "What it finds".
     #[must_use]
     pub fn summary(&self) -> String {
-        let doc = self.doc();
-        let body = doc.split("## What it finds").nth(1).unwrap_or("");
-        let para: String = body
-            .lines()
-            .map(str::trim)
-            .skip_while(|l| l.is_empty())
-            .take_while(|l| !l.is_empty() && !l.starts_with('#'))
-            .collect::<Vec<_>>()
-            .join(" ");
-        match para.find(". ") {
-            Some(i) => para[..=i].to_owned(),
-            None => para,
-        }
+        tpuport_codedoc::summary(&self.doc(), "## What it finds")
     }
 }
 

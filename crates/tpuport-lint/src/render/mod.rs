@@ -1,13 +1,10 @@
-//! Renderers: ruff-style text with source frames, JSON, SARIF 2.1.0, statistics, diffs.
-//! They return strings; the binary prints them.
+//! The text frame of one diagnostic (what the rule tests snapshot), unified diffs, and the
+//! documentation URL and display path every renderer uses. The whole-run renderers (text,
+//! statistics, JSON, SARIF) live in `tpuport-report`, which depends on this crate.
 
-mod json;
-mod sarif;
-mod text;
+mod frame;
 
-pub use json::render_json;
-pub use sarif::render_sarif;
-pub use text::{TextOptions, render_diagnostic, render_statistics, render_summary, render_text};
+pub use frame::{TextOptions, render_diagnostic};
 
 use std::path::Path;
 

@@ -6,10 +6,11 @@ use anyhow::Context as _;
 use clap::Args;
 use tpuport_lint::files::{CheckOptions, FixMode, check_paths};
 use tpuport_lint::fix::Applicability;
-use tpuport_lint::render::{
-    TextOptions, render_json, render_sarif, render_statistics, render_summary, render_text,
-};
+use tpuport_lint::render::TextOptions;
 use tpuport_lint::{RuleSet, Selector, error_chain};
+use tpuport_report::check::{
+    render_json, render_sarif, render_statistics, render_summary, render_text,
+};
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
@@ -83,8 +84,8 @@ pub(crate) fn run(a: &CheckArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         }
     }
     match g.format {
-        Format::Json => p.data(&render_json(&reports, threshold)),
-        Format::Sarif => p.data(&render_sarif(&reports)),
+        Format::Json => p.data(&render_json(&reports, threshold)?),
+        Format::Sarif => p.data(&render_sarif(&reports)?),
         Format::Text if a.statistics => {
             p.data(&render_statistics(&reports, threshold));
         }

@@ -1,5 +1,5 @@
 //! `tpuport doctor`: which PJRT plugins are here and what they offer, plus the Python-side
-//! framework versions.
+//! framework versions. The report and its text form are `tpuport_report::doctor`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use serde::Serialize;
-use tpuport_pjrt::{Client, ClientOptions, Found, PluginInfo, PluginKind};
+use tpuport_pjrt::{Client, ClientOptions, Found};
+use tpuport_report::doctor::{self, DoctorReport, PluginReport};
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
@@ -23,36 +23,6 @@ pub(crate) struct DoctorArgs {
     /// Do not ask Python for framework versions.
     #[arg(long)]
     pub(crate) no_python: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct PluginReport {
-    path: PathBuf,
-    kind: PluginKind,
-    source: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    info: Option<PluginInfo>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stablehlo: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    platform: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    platform_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    devices: Option<usize>,
-    device_kinds: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Report {
-    schema: &'static str,
-    header_api_version: String,
-    plugins: Vec<PluginReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    python: Option<serde_json::Value>,
-    notes: Vec<String>,
 }
 
 /// Python packages whose versions `doctor` reports (distribution names).
@@ -84,33 +54,22 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
     }
     let usable = plugins.iter().any(|r| r.devices.is_some());
     let (hmaj, hmin) = tpuport_pjrt::HEADER_API_VERSION;
-    let report = Report {
-        schema: "tpuport.doctor/1",
+    let report = DoctorReport {
+        schema: doctor::SCHEMA,
         header_api_version: format!("{hmaj}.{hmin}"),
         plugins,
         python,
         notes,
     };
     match g.format {
-        Format::Json => p.data(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
-        _ => p.data(&render(&report)),
+        Format::Json => p.json(&report)?,
+        _ => p.data(&doctor::render_text(&report, &PACKAGES, p.paint())),
     }
     Ok(if usable { Status::Success } else { Status::Findings })
 }
 
 fn check(f: Found, p: &Printer) -> PluginReport {
-    let mut r = PluginReport {
-        path: f.path.clone(),
-        kind: f.kind,
-        source: f.source,
-        info: None,
-        stablehlo: None,
-        platform: None,
-        platform_version: None,
-        devices: None,
-        device_kinds: Vec::new(),
-        error: None,
-    };
+    let mut r = PluginReport::new(f.path.clone(), f.kind, f.source);
     p.info(&format!("checking {}", f.path.display()));
     let plugin = match tpuport_pjrt::load(&f.path) {
         Ok(pl) => pl,
@@ -140,59 +99,6 @@ fn check(f: Found, p: &Printer) -> PluginReport {
         Err(e) => r.error = Some(e.to_string()),
     }
     r
-}
-
-fn render(r: &Report) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ =
-        writeln!(s, "PJRT plugins (tpuport's declarations: PJRT API {}):", r.header_api_version);
-    if r.plugins.is_empty() {
-        let _ = writeln!(s, "  none found");
-    }
-    for pl in &r.plugins {
-        let _ = writeln!(s, "  {} [{:?}, {}]", pl.path.display(), pl.kind, pl.source);
-        if let Some(i) = &pl.info {
-            let _ = writeln!(
-                s,
-                "    PJRT API {}.{} ({} functions, {} bytes table)",
-                i.api_version.0, i.api_version.1, i.num_functions, i.table_bytes
-            );
-            if let Some(v) = &pl.stablehlo {
-                let _ = writeln!(s, "    StableHLO {v}");
-            }
-            for a in &i.attributes {
-                let _ = writeln!(s, "    attribute {} = {}", a.name, a.value);
-            }
-            if !i.extensions.is_empty() {
-                let _ = writeln!(s, "    extensions: {}", i.extensions.join(", "));
-            }
-        }
-        if let (Some(pf), Some(n)) = (&pl.platform, pl.devices) {
-            let ver = pl.platform_version.as_deref().unwrap_or("");
-            let _ = writeln!(
-                s,
-                "    platform {pf} {ver}: {n} device(s), kind {}",
-                pl.device_kinds.join(", ")
-            );
-        }
-        if let Some(e) = &pl.error {
-            let _ = writeln!(s, "    error: {e}");
-        }
-    }
-    if let Some(py) = &r.python {
-        let _ = writeln!(s, "Python {}:", py.get("python").and_then(|v| v.as_str()).unwrap_or("?"));
-        for name in PACKAGES {
-            let v = py.get(name).and_then(|v| v.as_str()).unwrap_or("-");
-            let _ = writeln!(s, "  {name:<16} {v}");
-        }
-    } else {
-        let _ = writeln!(s, "Python: not found");
-    }
-    for n in &r.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    s
 }
 
 /// Asks the project python (or `python3`) for package versions via `importlib.metadata`

@@ -1,11 +1,10 @@
 //! `tpuport explain CODE`: print the documentation of a code.
 //!
-//! Codes are looked up in each registry in turn (lint rules first); other registries, such as
-//! audit findings, are added to [`registries`].
+//! Codes are looked up in each registry in turn (lint rules first, then audit findings); a new
+//! registry is one more [`CodeDocs`] set in [`registries`].
 
 use clap::Args;
-use tpuport_analysis::findings;
-use tpuport_lint::explain::{CodeRegistry, LintCodes};
+use tpuport_codedoc::CodeDocs;
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
@@ -21,53 +20,32 @@ pub(crate) struct ExplainArgs {
     pub(crate) all: bool,
 }
 
-/// The `tpuport audit` support and risk findings (`AUDnnn`).
-struct AuditCodes;
-
-impl CodeRegistry for AuditCodes {
-    fn name(&self) -> &'static str {
-        "audit"
-    }
-    fn explain(&self, code: &str) -> Option<String> {
-        findings::lookup(code).map(findings::docs::code_page)
-    }
-    fn list(&self) -> Vec<(String, String)> {
-        findings::registry()
-            .iter()
-            .map(|d| (d.code.to_owned(), format!("{} — {}", d.name, d.summary())))
-            .collect()
-    }
-}
-
 /// Every source of code documentation, tried in order.
-fn registries() -> Vec<Box<dyn CodeRegistry>> {
-    vec![Box::new(LintCodes), Box::new(AuditCodes)]
+fn registries() -> Vec<CodeDocs> {
+    vec![tpuport_lint::docs::code_docs(), tpuport_analysis::findings::docs::code_docs()]
 }
 
 pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let regs = registries();
-    if a.all || a.code.is_none() {
-        let mut rows = Vec::new();
-        for r in &regs {
-            for (code, summary) in r.list() {
-                rows.push((r.name(), code, summary));
-            }
-        }
+    let Some(code) = a.code.as_deref().filter(|_| !a.all) else {
+        let rows =
+            regs.iter().flat_map(|r| r.list().into_iter().map(move |(c, s)| (r.registry, c, s)));
         if g.format == Format::Json {
-            let v: Vec<_> = rows.iter().map(|(reg, code, s)| serde_json::json!({"registry": reg, "code": code, "summary": s})).collect();
-            p.data(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+            let v: Vec<_> = rows
+                .map(|(reg, code, s)| serde_json::json!({"registry": reg, "code": code, "summary": s}))
+                .collect();
+            p.json(&v)?;
         } else {
-            let text: String = rows.iter().map(|(_, code, s)| format!("{code}\t{s}\n")).collect();
-            p.data(&text);
+            p.data(&rows.map(|(_, code, s)| format!("{code}\t{s}\n")).collect::<String>());
         }
         return Ok(Status::Success);
-    }
-    let code = a.code.as_deref().unwrap_or_default();
+    };
     for r in &regs {
-        if let Some(doc) = r.explain(code) {
+        if let Some(page) = r.lookup(code) {
+            let doc = page.render();
             if g.format == Format::Json {
-                let v = serde_json::json!({"registry": r.name(), "code": code.to_ascii_uppercase(), "doc": doc});
-                p.data(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+                let code = code.to_ascii_uppercase();
+                p.json(&serde_json::json!({"registry": r.registry, "code": code, "doc": doc}))?;
             } else {
                 p.data(&doc);
             }

@@ -67,23 +67,77 @@ pub(crate) fn emit_report<T: serde::Serialize>(
     report: &T,
     text: impl FnOnce() -> String,
 ) -> anyhow::Result<()> {
-    use anyhow::Context as _;
     match format {
-        crate::cli::Format::Json => {
-            let mut s = serde_json::to_string_pretty(report).context("serialising the report")?;
-            s.push('\n');
-            p.data(&s);
+        crate::cli::Format::Json => p.json(report),
+        crate::cli::Format::Text => {
+            p.data(&text());
+            Ok(())
         }
-        crate::cli::Format::Text => p.data(&text()),
         crate::cli::Format::Sarif => {
             anyhow::bail!("--format sarif is only supported by `tpuport check`")
         }
     }
-    Ok(())
 }
 
-/// The `--timings` line: import time (`t0`..`t1`) and analysis time (`t1`..now), on stderr.
-pub(crate) fn note_timings(p: &Printer, t0: std::time::Instant, t1: std::time::Instant) {
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    p.note(&format!("timings: import {:.3} ms, analysis {:.3} ms", ms(t1 - t0), ms(t1.elapsed())));
+/// How the verbs that read one model (`inspect`, `audit`) bind its symbolic dimensions, and
+/// whether they time the import and the analysis.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ImportArgs {
+    /// Batch size: binds the leading symbolic dimension of every input.
+    #[arg(long)]
+    pub(crate) batch: Option<u64>,
+    /// Size of a named symbolic dimension, e.g. `sequence=128` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=N", value_parser = inspect::parse_dim)]
+    pub(crate) dims: Vec<(String, u64)>,
+    /// Full shape of a named input, e.g. `input_ids=1x128` (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = inspect::parse_input_shape)]
+    pub(crate) input_shape: Vec<(String, tpuport_model::Shape)>,
+    /// Print the time spent importing and analysing to stderr.
+    #[arg(long)]
+    pub(crate) timings: bool,
+}
+
+/// A model read with [`ImportArgs::open`], and when its import started and ended.
+#[derive(Debug)]
+pub(crate) struct Imported {
+    pub(crate) model: tpuport_model::Model,
+    started: std::time::Instant,
+    imported: std::time::Instant,
+}
+
+impl ImportArgs {
+    /// Reads `path` with the bound dimensions.
+    pub(crate) fn open(&self, path: &std::path::Path) -> anyhow::Result<Imported> {
+        let opts = tpuport_formats::ImportOptions {
+            dims: self.dims.iter().cloned().collect(),
+            input_shapes: self.input_shape.iter().cloned().collect(),
+            batch: self.batch,
+            ..tpuport_formats::ImportOptions::default()
+        };
+        let started = std::time::Instant::now();
+        let model = tpuport_formats::open(path, &opts)?;
+        Ok(Imported { model, started, imported: std::time::Instant::now() })
+    }
+
+    /// The tail every model report shares: the `--timings` line on stderr (import time, and
+    /// analysis time from the end of the import until now), then the report on stdout
+    /// ([`emit_report`]).
+    pub(crate) fn finish<T: serde::Serialize>(
+        &self,
+        p: &Printer,
+        g: &GlobalArgs,
+        imported: &Imported,
+        report: &T,
+        text: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        if self.timings {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            p.note(&format!(
+                "timings: import {:.3} ms, analysis {:.3} ms",
+                ms(imported.imported - imported.started),
+                ms(imported.imported.elapsed())
+            ));
+        }
+        emit_report(p, g.format, report, text)
+    }
 }

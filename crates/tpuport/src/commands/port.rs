@@ -113,7 +113,7 @@ pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<S
     }
     if matches!(g.format, Format::Json | Format::Sarif) {
         let doc = serde_json::json!({ "version": 1, "tool": "tpuport", "files": json_files });
-        p.data(&format!("{}\n", serde_json::to_string_pretty(&doc)?));
+        p.json(&doc)?;
     }
     if failed {
         return Ok(Status::Failure);

@@ -1,0 +1,379 @@
+//! `tpuport audit` as text: summary first, then findings, cost, memory, layout and padding, and
+//! the roofline estimate per generation. The JSON form is the [`AuditReport`] itself
+//! (`tpuport.audit/1`, `docs/audit.md`).
+
+use std::fmt::Write as _;
+
+use tpuport_analysis::audit::{AuditReport, Level};
+
+use crate::human::{bytes, duration, percent, si};
+use crate::style::{Paint, Style};
+use crate::table::{Column, Table, Truncate, truncate};
+
+/// The severity word and its colour.
+fn severity(l: Level) -> (&'static str, Style) {
+    match l {
+        Level::Info => ("info", Style::Cyan),
+        Level::Warning => ("warning", Style::Yellow),
+        Level::Error => ("error", Style::Red),
+    }
+}
+
+fn rate(x: f64) -> String {
+    if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+fn money(u: f64) -> String {
+    if u >= 0.01 { format!("{u:.2}") } else { format!("{u:.1e}") }
+}
+
+fn shorten(s: &str, n: usize) -> String {
+    truncate(s, n, Truncate::Start)
+}
+
+/// A table with a bold header when colour is on.
+fn table(paint: Paint, columns: impl IntoIterator<Item = Column>) -> Table {
+    Table::with_columns(columns).paint(paint).header_style(Style::Bold)
+}
+
+/// The text report: summary first, then the sections.
+#[must_use]
+pub fn render_text(r: &AuditReport, paint: Paint) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}  ({}, {} nodes, {} parameters)",
+        r.path,
+        r.model.format,
+        r.model.nodes,
+        si(r.model.params)
+    );
+    let _ = writeln!(
+        o,
+        "workload {}{}, batch {}{}",
+        r.workload,
+        if r.workload.is_training() { format!(" ({})", r.optimizer) } else { String::new() },
+        r.batch,
+        r.slice.as_ref().map(|s| format!(", slice {s}")).unwrap_or_default()
+    );
+    let title = |o: &mut String, t: &str| {
+        let _ = writeln!(o, "\n{}", paint.paint(t, Style::Bold));
+    };
+    title(&mut o, "Summary");
+    summary(&mut o, r);
+    if !r.findings.is_empty() {
+        title(&mut o, "Findings");
+        findings(&mut o, r, paint);
+    }
+    title(&mut o, &format!("Cost (forward pass, batch {})", r.batch));
+    cost(&mut o, r, paint);
+    title(&mut o, "Memory");
+    memory(&mut o, r, paint);
+    title(&mut o, "Layout and padding");
+    layout(&mut o, r, paint);
+    title(&mut o, &format!("Roofline (one chip, batch {}; estimate)", r.batch));
+    roofline(&mut o, r, paint);
+    let _ = writeln!(o);
+    for n in &r.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}
+
+fn summary(o: &mut String, r: &AuditReport) {
+    if let Some(chip) = &r.summary.chip {
+        let fits = r.summary.fits_on.clone().unwrap_or_else(|| "no slice".to_owned());
+        if let (Some(sl), Some(v)) = (&r.slice, &r.summary.slice_fit) {
+            let verdict = match v.as_str() {
+                "replicated" => "fits (every chip holds the whole model)",
+                "sharded" => "fits only with weights/state sharded across the chips",
+                _ => "does not fit",
+            };
+            let _ = writeln!(o, "  {sl}: {verdict}");
+        }
+        let _ = writeln!(o, "  fits on {fits} ({chip})");
+        if let (Some(s), Some(sps)) = (r.summary.step_s, r.summary.samples_per_s) {
+            let _ = writeln!(
+                o,
+                "  estimated {} per step, {} samples/s per {chip} chip",
+                duration(s),
+                rate(sps)
+            );
+        }
+    }
+    let t = &r.cost.totals;
+    let _ = writeln!(
+        o,
+        "  {} FLOPs per step ({} on the MXU), {} transcendentals, {} moved (fused estimate)",
+        si(t.flops),
+        si(t.mxu_flops),
+        si(t.transcendentals),
+        bytes(t.fused_bytes)
+    );
+    let count = |l: Level| r.findings.iter().filter(|f| f.severity == l).count();
+    let (errors, warnings, infos) =
+        (count(Level::Error), count(Level::Warning), count(Level::Info));
+    let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings, {infos} info");
+    if r.summary.top_fixes.is_empty() {
+        let _ = writeln!(o, "  nothing to fix");
+    } else {
+        let _ = writeln!(o, "  top things to fix:");
+        for (i, f) in r.summary.top_fixes.iter().enumerate() {
+            let code = f.code.as_ref().map(|c| format!("[{c}] ")).unwrap_or_default();
+            let _ = writeln!(o, "    {}. {code}{}", i + 1, f.text);
+        }
+    }
+}
+
+fn findings(o: &mut String, r: &AuditReport, paint: Paint) {
+    for f in &r.findings {
+        let (word, style) = severity(f.severity);
+        let pad = " ".repeat(7usize.saturating_sub(word.len()));
+        let _ = writeln!(o, "  {}{pad} {}  {}", paint.paint(word, style), f.code, f.title);
+        let _ = writeln!(o, "          {}", f.message);
+        if !f.nodes.is_empty() {
+            let shown: Vec<&str> = f.nodes.iter().take(3).map(String::as_str).collect();
+            let more = if f.nodes.len() > 3 { ", …" } else { "" };
+            let _ = writeln!(o, "          nodes: {}{more}", shown.join(", "));
+        }
+        if let Some(fx) = &f.fix {
+            let _ = writeln!(o, "          fix: {fx}");
+        }
+    }
+}
+
+fn cost(o: &mut String, r: &AuditReport, paint: Paint) {
+    let t = &r.cost.totals;
+    let mut tab = table(paint, [Column::left(""), Column::right("value")]);
+    tab.row(["FLOPs (XLA convention)".to_owned(), si(t.flops)]);
+    tab.row(["matmul+conv FLOPs (dense)".to_owned(), si(t.mxu_flops)]);
+    tab.row(["transcendentals".to_owned(), si(t.transcendentals)]);
+    tab.row(["bytes accessed (unfused)".to_owned(), bytes(t.bytes)]);
+    tab.row(["bytes accessed (fused estimate)".to_owned(), bytes(t.fused_bytes)]);
+    tab.row(["ops".to_owned(), format!("{} ({} uncounted)", t.ops, t.ops_uncounted)]);
+    o.push_str(&tab.render());
+    let mut tab = table(
+        paint,
+        [
+            Column::left("op"),
+            Column::left("node").max_width(48),
+            Column::right("FLOPs"),
+            Column::right("bytes"),
+        ],
+    );
+    for op in r.cost.top_ops.iter().take(10).filter(|op| op.flops > 0) {
+        tab.row([op.op.clone(), op.node.clone(), si(op.flops), bytes(op.bytes)]);
+    }
+    if !tab.is_empty() {
+        let _ = writeln!(o, "  most expensive ops:");
+        o.push_str(&tab.render());
+    }
+    for n in &r.cost.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
+}
+
+fn memory(o: &mut String, r: &AuditReport, paint: Paint) {
+    let l = &r.memory.logical;
+    let _ = writeln!(
+        o,
+        "  inference: {} = weights {} + inputs {} + peak activations {} (at {})",
+        bytes(l.inference),
+        bytes(l.weights),
+        bytes(l.inputs),
+        bytes(l.peak_activations),
+        shorten(&r.memory.peak_at, 40)
+    );
+    if let Some(d) = &r.memory.per_device {
+        let _ = writeln!(
+            o,
+            "  per device ({} partitions, from the sharding annotations): {} = arguments {} + outputs {} + temporaries {}",
+            d.partitions,
+            bytes(d.total),
+            bytes(d.arguments),
+            bytes(d.outputs),
+            bytes(d.temps)
+        );
+    }
+    if !l.training.is_empty() {
+        let numbers = ["weights", "grads", "optimizer", "activations", "total", "with remat"];
+        let mut tab = table(
+            paint,
+            std::iter::once(Column::left("training")).chain(numbers.map(Column::right)),
+        );
+        for t in &l.training {
+            tab.row([
+                t.precision.clone(),
+                bytes(t.weights),
+                bytes(t.gradients),
+                bytes(t.optimizer_state),
+                bytes(t.activations),
+                bytes(t.total),
+                bytes(t.total_remat),
+            ]);
+        }
+        o.push_str(&tab.render());
+    }
+    let mut tab = table(
+        paint,
+        [
+            Column::left("chip"),
+            Column::right("padded need"),
+            Column::right("HBM/chip"),
+            Column::left("fits (replicated)"),
+            Column::left("fits (sharded)"),
+        ],
+    );
+    let slot = |s: &Option<String>, c: Option<u32>| match (s, c) {
+        (Some(s), Some(c)) => format!("{s} ({c} chip{})", if c == 1 { "" } else { "s" }),
+        _ => "no slice".to_owned(),
+    };
+    for f in &r.fits {
+        tab.row([
+            f.chip.clone(),
+            bytes(f.state_bytes + f.batch_bytes),
+            bytes(f.hbm_budget),
+            slot(&f.replicated, f.replicated_chips),
+            slot(&f.sharded, f.sharded_chips),
+        ]);
+    }
+    o.push_str(&tab.render());
+}
+
+fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
+    let numbers = ["MXU", "weights", "padded", "matmul operands", "padded", "MXU util"];
+    let mut tab =
+        table(paint, std::iter::once(Column::left("chip")).chain(numbers.map(Column::right)));
+    for c in &r.layout.chips {
+        tab.row([
+            c.chip.clone(),
+            c.mxu_size.to_string(),
+            bytes(c.weights_logical),
+            bytes(c.weights_padded),
+            bytes(c.operands_logical),
+            bytes(c.operands_padded),
+            percent(c.mxu_utilization),
+        ]);
+    }
+    o.push_str(&tab.render());
+    let head = r.summary.chip.as_ref().and_then(|h| r.layout.chips.iter().find(|c| &c.chip == h));
+    let Some(c) = head else { return };
+    if !c.worst_matmuls.is_empty() {
+        let _ = writeln!(o, "  worst matmuls on {} (MXU work lost to padding):", c.chip);
+        for m in c.worst_matmuls.iter().take(5) {
+            let _ = writeln!(
+                o,
+                "    {} [m={} k={} n={}] {} util{}",
+                shorten(&m.node, 40),
+                m.dims.m,
+                m.dims.k,
+                m.dims.n,
+                percent(m.utilization),
+                m.fix.as_ref().map(|f| format!(": {f}")).unwrap_or_default()
+            );
+        }
+    }
+    if !c.worst_tensors.is_empty() {
+        let _ = writeln!(o, "  worst padded tensors on {}:", c.chip);
+        for t in c.worst_tensors.iter().take(5) {
+            let _ = writeln!(
+                o,
+                "    {} {}{:?} -> {:?}: {} -> {}",
+                shorten(&t.name, 40),
+                t.dtype.name(),
+                t.shape,
+                t.padded_shape,
+                bytes(t.logical_bytes),
+                bytes(t.padded_bytes)
+            );
+        }
+    }
+}
+
+fn roofline(o: &mut String, r: &AuditReport, paint: Paint) {
+    let mut tab = table(
+        paint,
+        [
+            Column::left("chip"),
+            Column::right("step"),
+            Column::right("samples/s"),
+            Column::left("bound"),
+            Column::right("compute-bound from"),
+            Column::right("USD / 1M samples"),
+        ],
+    );
+    for c in &r.roofline.chips {
+        tab.row([
+            c.chip.clone(),
+            duration(c.step_s),
+            rate(c.samples_per_s),
+            format!(
+                "{} ({}/{} ops)",
+                c.bound,
+                c.compute_bound_ops,
+                c.compute_bound_ops + c.memory_bound_ops
+            ),
+            match (c.compute_bound_batch, c.compute_bound_batch_bf16) {
+                (Some(b), _) => format!("batch {b}"),
+                (None, Some(b)) => format!("batch {b} (bf16)"),
+                (None, None) => "-".to_owned(),
+            },
+            c.usd_per_1m_samples.map_or_else(
+                || "-".to_owned(),
+                |u| format!("{} ({})", money(u), c.price_confidence.as_deref().unwrap_or("?")),
+            ),
+        ]);
+    }
+    o.push_str(&tab.render());
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use tpuport_analysis::audit::{self, AuditOptions};
+    use tpuport_analysis::{Optimizer, Workload};
+    use tpuport_formats::ImportOptions;
+
+    use super::*;
+    use crate::style::strip_ansi;
+
+    fn report(workload: Workload) -> AuditReport {
+        let path = tpuport_testkit::repo_root().join("crates/tpuport/tests/data/audit_small.mlir");
+        let model = tpuport_formats::open(&path, &ImportOptions::default()).unwrap();
+        let catalog = tpuport_hw::Catalog::builtin();
+        let opts = AuditOptions {
+            workload,
+            optimizer: Optimizer::AdamW,
+            batch: None,
+            slice: None,
+            onnx_lowering: None,
+        };
+        let found = audit::findings(&model, &opts);
+        audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, found)
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        insta::assert_snapshot!(render_text(&report(Workload::Infer), Paint::PLAIN));
+    }
+
+    #[test]
+    fn text_report_training_snapshot() {
+        insta::assert_snapshot!(render_text(&report(Workload::Train), Paint::PLAIN));
+    }
+
+    #[test]
+    fn json_report_snapshot() {
+        insta::assert_json_snapshot!(report(Workload::Infer));
+    }
+
+    #[test]
+    fn colour_only_decorates() {
+        let r = report(Workload::Train);
+        let plain = render_text(&r, Paint::PLAIN);
+        let coloured = render_text(&r, Paint::new(true));
+        assert!(!plain.contains('\u{1b}'));
+        assert!(coloured.contains("\u{1b}[1mSummary\u{1b}[0m"), "{coloured}");
+        assert_eq!(strip_ansi(&coloured), plain);
+    }
+}

@@ -1,0 +1,165 @@
+//! `tpuport doctor`: the report (JSON schema `tpuport.doctor/1`) and its text form — the PJRT
+//! plugins found and what each offers, then the Python framework versions and notes.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use tpuport_pjrt::{PluginInfo, PluginKind};
+
+use crate::style::{Paint, Style};
+
+/// Schema id of [`DoctorReport`].
+pub const SCHEMA: &str = "tpuport.doctor/1";
+
+/// What one plugin offered when loaded and asked for a client.
+#[derive(Clone, Debug, Serialize)]
+pub struct PluginReport {
+    /// The library.
+    pub path: PathBuf,
+    /// CPU, TPU, CUDA or other, by file name.
+    pub kind: PluginKind,
+    /// Where it was found: `--plugin`, an environment variable's name, or `search`.
+    pub source: String,
+    /// API version, functions, attributes and extensions, when it loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub info: Option<PluginInfo>,
+    /// The StableHLO versions it reads (`min .. max`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stablehlo: Option<String>,
+    /// Platform name, when a client could be created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// Platform version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform_version: Option<String>,
+    /// Number of addressable devices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<usize>,
+    /// Distinct device kinds.
+    pub device_kinds: Vec<String>,
+    /// Why it could not be loaded or could not make a client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PluginReport {
+    /// A plugin not yet loaded.
+    #[must_use]
+    pub fn new(path: PathBuf, kind: PluginKind, source: String) -> PluginReport {
+        PluginReport {
+            path,
+            kind,
+            source,
+            info: None,
+            stablehlo: None,
+            platform: None,
+            platform_version: None,
+            devices: None,
+            device_kinds: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct DoctorReport {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// PJRT API version of tpuport's own declarations (`major.minor`).
+    pub header_api_version: String,
+    /// Every plugin found, in discovery order.
+    pub plugins: Vec<PluginReport>,
+    /// `python`, `executable` and one version (or null) per package, when Python answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<serde_json::Value>,
+    /// Advice (version mismatches, nothing found).
+    pub notes: Vec<String>,
+}
+
+/// The text form. `packages` are the Python distributions listed, in order.
+#[must_use]
+pub fn render_text(r: &DoctorReport, packages: &[&str], paint: Paint) -> String {
+    let mut s = String::new();
+    let heading =
+        format!("PJRT plugins (tpuport's declarations: PJRT API {}):", r.header_api_version);
+    let _ = writeln!(s, "{}", paint.paint(&heading, Style::Bold));
+    if r.plugins.is_empty() {
+        let _ = writeln!(s, "  none found");
+    }
+    for pl in &r.plugins {
+        let _ = writeln!(s, "  {} [{:?}, {}]", pl.path.display(), pl.kind, pl.source);
+        if let Some(i) = &pl.info {
+            let _ = writeln!(
+                s,
+                "    PJRT API {}.{} ({} functions, {} bytes table)",
+                i.api_version.0, i.api_version.1, i.num_functions, i.table_bytes
+            );
+            if let Some(v) = &pl.stablehlo {
+                let _ = writeln!(s, "    StableHLO {v}");
+            }
+            for a in &i.attributes {
+                let _ = writeln!(s, "    attribute {} = {}", a.name, a.value);
+            }
+            if !i.extensions.is_empty() {
+                let _ = writeln!(s, "    extensions: {}", i.extensions.join(", "));
+            }
+        }
+        if let (Some(pf), Some(n)) = (&pl.platform, pl.devices) {
+            let ver = pl.platform_version.as_deref().unwrap_or("");
+            let _ = writeln!(
+                s,
+                "    platform {pf} {ver}: {n} device(s), kind {}",
+                pl.device_kinds.join(", ")
+            );
+        }
+        if let Some(e) = &pl.error {
+            let _ = writeln!(s, "    {}: {e}", paint.paint("error", Style::Red));
+        }
+    }
+    if let Some(py) = &r.python {
+        let version = py.get("python").and_then(|v| v.as_str()).unwrap_or("?");
+        let _ = writeln!(s, "{}", paint.paint(&format!("Python {version}:"), Style::Bold));
+        for name in packages {
+            let v = py.get(*name).and_then(|v| v.as_str()).unwrap_or("-");
+            let _ = writeln!(s, "  {name:<16} {v}");
+        }
+    } else {
+        let _ = writeln!(s, "{}", paint.paint("Python: not found", Style::Bold));
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::style::strip_ansi;
+
+    #[test]
+    fn text_lists_plugins_errors_versions_and_notes() {
+        let mut bad = PluginReport::new("/x/libtpu.so".into(), PluginKind::Tpu, "search".into());
+        bad.error = Some("no such file".into());
+        let r = DoctorReport {
+            schema: SCHEMA,
+            header_api_version: "0.94".into(),
+            plugins: vec![bad],
+            python: Some(serde_json::json!({"python": "3.11.2", "jax": "0.7.0", "jaxlib": null})),
+            notes: vec!["a note".into()],
+        };
+        let text = render_text(&r, &["jax", "jaxlib"], Paint::PLAIN);
+        assert_eq!(
+            text,
+            "PJRT plugins (tpuport's declarations: PJRT API 0.94):\n  /x/libtpu.so [Tpu, search]\n    error: no such file\n\
+             Python 3.11.2:\n  jax              0.7.0\n  jaxlib           -\nnote: a note\n"
+        );
+        assert_eq!(strip_ansi(&render_text(&r, &["jax", "jaxlib"], Paint::new(true))), text);
+        let none = DoctorReport { plugins: vec![], python: None, notes: vec![], ..r };
+        assert!(
+            render_text(&none, &[], Paint::PLAIN).contains("  none found\nPython: not found\n")
+        );
+    }
+}
