@@ -94,7 +94,7 @@ def install(a):
     onnx = os.path.join(a.fixtures, "torch/mobilenet_v2/dynamo.onnx")
     p, dt = run([exe, "audit", onnx, "--batch", "8", "--slice", "v5e-8"], env, scratch)
     t_first = time.monotonic() - t0
-    check(p.returncode in (0, 1) and "v5e" in p.stdout, f"tpuport audit (exit {p.returncode}, {dt:.1f} s)\n{p.stderr[-2000:]}")
+    check(p.returncode in (0, 1) and "v5e" in p.stdout, f"tpuport audit (exit {p.returncode}, {dt:.2f} s)\n{p.stderr[-2000:]}")
     print(f"time from `pip install` to the first audit printed: {t_first:.1f} s (pip {t_pip:.1f} s)")
 
     p, _ = run([exe, "--version"], env, scratch)
@@ -148,6 +148,8 @@ def main():
     u = sub.add_parser("uninstall")
     u.add_argument("--venv", required=True)
     a = ap.parse_args()
+    if a.cmd == "install":
+        a.fixtures = os.path.abspath(a.fixtures)
     install(a) if a.cmd == "install" else uninstall(a)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)

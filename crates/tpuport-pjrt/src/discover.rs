@@ -186,6 +186,8 @@ pub fn search_places() -> Vec<Place> {
     let mut out: Vec<Place> = Vec::new();
     let mut add = |dirs: Vec<PathBuf>, why: &str| {
         for path in dirs {
+            // One entry per directory, however it was reached (a `.cache` or venv symlink).
+            let path = path.canonicalize().unwrap_or(path);
             if path.is_dir() && !out.iter().any(|p| p.path == path) {
                 out.push(Place { path, why: why.to_owned() });
             }
