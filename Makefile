@@ -4,6 +4,9 @@
 #   make bench  benchmarks against Python baselines, printed as ratios
 #   make conformance  ONNX backend test cases through `tpuport lower` on the CPU plugin
 #   make fuzz   bounded cargo-fuzz runs, one per importer
+#   make wheel  the pip wheel (maturin, manylinux2014 through zig) into dist/
+#   make test-wheel  install that wheel in a fresh venv and run the CLI tests against its binary
+#   make man    man pages from the clap definitions into target/man/
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
@@ -24,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs
+.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -161,3 +164,29 @@ clean-fixtures:
 .PHONY: findings-fixtures
 findings-fixtures: venv
 	$(VPY) scripts/findings_fixtures.py
+
+# The pip wheel: the release binary built by maturin with zig as the linker, so that it needs
+# only glibc 2.17-era symbols (manylinux2014). Tools from scripts/requirements-wheel.txt.
+WHEEL_REQS := scripts/requirements-wheel.txt
+$(VENV)/.wheel-stamp: $(VENV)/.stamp $(WHEEL_REQS)
+	$(VPY) -m pip install -q -r $(WHEEL_REQS)
+	@touch $@
+
+wheel-tools: $(VENV)/.wheel-stamp
+
+wheel: wheel-tools
+	rm -rf dist
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --release --locked --zig \
+	  --compatibility manylinux2014 --out dist
+	@ls -l dist/
+
+# The wheel as a user meets it (fresh venv, `pip install tpuport-*.whl[cpu]`, no environment
+# variables), then the binary's CLI tests against the installed binary, then uninstall.
+WHEEL_VENV := .cache/wheel-venv
+test-wheel: wheel fixtures
+	$(VPY) scripts/wheel_smoke.py install --wheel "$$(ls dist/tpuport-*.whl)" --venv $(WHEEL_VENV) --fixtures $(FIX_LINK)
+	TPUPORT_BIN="$(abspath $(WHEEL_VENV))/bin/tpuport" $(CARGO) test -p tpuport --tests --locked
+	$(VPY) scripts/wheel_smoke.py uninstall --venv $(WHEEL_VENV)
+
+man: build
+	$(TPUPORT) man --out target/man

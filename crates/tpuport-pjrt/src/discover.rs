@@ -1,10 +1,11 @@
 //! Finding PJRT plugins: `--plugin`, then `$TPUPORT_PJRT_PLUGIN`, then the usual places.
 //!
 //! Usual places, in preference order: libtpu (`$TPU_LIBRARY_PATH`, `libtpu/libtpu.so` in a
-//! site-packages of the active or project virtual environment or the user site, system
-//! library dirs), the CUDA plugin (`jax_plugins/xla_cuda12/xla_cuda_plugin.so`), the CPU
-//! plugin (`xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so`). The project virtual environment is
-//! `.venv` in the current directory or any parent.
+//! searched site-packages, system library dirs), the CUDA plugin
+//! (`jax_plugins/xla_cuda12/xla_cuda_plugin.so`), the CPU plugin
+//! (`xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so`). The site-packages searched, in order, are
+//! listed by [`search_places`]: the environment the binary was installed into by pip first,
+//! so that `pip install tpuport[cpu]` works with no environment variable set.
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,8 @@ pub struct Found {
     pub path: PathBuf,
     /// Kind, by file name.
     pub kind: PluginKind,
-    /// Where it came from: `--plugin`, the env var name, or `search`.
+    /// Where it came from: `--plugin`, the env var name, or the reason its site-packages was
+    /// searched (see [`search_places`]).
     pub source: String,
 }
 
@@ -88,18 +90,21 @@ pub fn discover(explicit: Option<&Path>) -> Vec<Found> {
             push(p, EnvVars::TPU_LIBRARY_PATH);
         }
     }
-    let sites = site_packages();
-    let mut candidates: Vec<PathBuf> = sites.iter().map(|s| s.join(LIBTPU)).collect();
+    let sites = search_places();
+    let in_sites = |rel: &str| -> Vec<(PathBuf, String)> {
+        sites.iter().map(|s| (s.path.join(rel), s.why.clone())).collect()
+    };
+    let mut candidates = in_sites(LIBTPU);
     for dir in ["/usr/lib", "/usr/local/lib", "/lib"] {
-        candidates.push(Path::new(dir).join("libtpu.so"));
+        candidates.push((Path::new(dir).join("libtpu.so"), "system library dir".to_owned()));
     }
     for rel in CUDA {
-        candidates.extend(sites.iter().map(|s| s.join(rel)));
+        candidates.extend(in_sites(rel));
     }
-    candidates.extend(sites.iter().map(|s| s.join(CPU)));
-    for c in candidates {
+    candidates.extend(in_sites(CPU));
+    for (c, why) in candidates {
         if c.is_file() {
-            push(c, "search");
+            push(c, &why);
         }
     }
     out
@@ -146,62 +151,214 @@ fn searched_places() -> String {
         format!("${}", EnvVars::TPUPORT_PJRT_PLUGIN),
         format!("${}", EnvVars::TPU_LIBRARY_PATH),
     ];
-    v.extend(site_packages().iter().map(|p| p.display().to_string()));
+    v.extend(search_places().iter().map(|p| format!("{} ({})", p.path.display(), p.why)));
     v.push("/usr/lib, /usr/local/lib, /lib".into());
     v.join(", ")
 }
 
-/// Site-packages directories of the active virtual environment, `.venv` in the current
-/// directory or a parent, and the user site (`~/.local/lib/python3*/site-packages`).
+/// A Python site-packages directory that discovery searches, and why it is on the list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Place {
+    /// The site-packages (or dist-packages) directory.
+    pub path: PathBuf,
+    /// Why it is searched: `next to the binary`, `$VIRTUAL_ENV`, `python3 on PATH (…)`, …
+    pub why: String,
+}
+
+/// How long an interpreter may take to name its site-packages before it is skipped.
+const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Site-packages directories to search, in preference order, each with the reason:
+///
+/// 1. next to the tpuport binary (a wheel installs it into the environment's `bin/`, so the
+///    plugins installed as its extras are in that environment's site-packages; with
+///    `pip install --target DIR` the binary is in `DIR/bin` and `DIR` is the site dir);
+/// 2. the interpreter named by `--python` / `$TPUPORT_PYTHON`;
+/// 3. the active virtual environment (`$VIRTUAL_ENV`);
+/// 4. `.venv` in the current directory or a parent;
+/// 5. the `python3` first on `PATH` (a venv that is not activated, a pyenv or system Python);
+/// 6. the user site (`~/.local/lib/python3*/site-packages`).
+///
+/// An interpreter's directories are found from its file layout first; only when that finds
+/// none (a pyenv shim, an unusual prefix) is the interpreter asked, with a 5 s limit.
 #[must_use]
-pub fn site_packages() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = Vec::new();
-    if let Some(v) = std::env::var_os(EnvVars::VIRTUAL_ENV).filter(|v| !v.is_empty()) {
-        roots.push(PathBuf::from(v));
-    }
-    if let Ok(cwd) = std::env::current_dir() {
-        for dir in cwd.ancestors() {
-            let venv = dir.join(".venv");
-            if venv.is_dir() {
-                roots.push(venv);
-                break;
+pub fn search_places() -> Vec<Place> {
+    let mut out: Vec<Place> = Vec::new();
+    let mut add = |dirs: Vec<PathBuf>, why: &str| {
+        for path in dirs {
+            // One entry per directory, however it was reached (a `.cache` or venv symlink).
+            let path = path.canonicalize().unwrap_or(path);
+            if path.is_dir() && !out.iter().any(|p| p.path == path) {
+                out.push(Place { path, why: why.to_owned() });
             }
         }
+    };
+    if let Some(prefix) =
+        std::env::current_exe().ok().and_then(|e| Some(e.parent()?.parent()?.to_owned()))
+    {
+        let mut dirs = prefix_sites(&prefix);
+        if prefix.join("tpuport").join("__init__.py").is_file() {
+            dirs.insert(0, prefix.clone());
+        }
+        add(dirs, "next to the binary");
     }
-    if let Some(home) = std::env::var_os(EnvVars::HOME) {
-        roots.push(PathBuf::from(home).join(".local"));
+    if let Some(py) = non_empty_var(EnvVars::TPUPORT_PYTHON) {
+        let py = PathBuf::from(py);
+        add(interpreter_sites(&py), &format!("--python ({})", py.display()));
     }
+    if let Some(v) = non_empty_var(EnvVars::VIRTUAL_ENV) {
+        add(prefix_sites(Path::new(&v)), "$VIRTUAL_ENV");
+    }
+    if let Some(venv) = project_venv() {
+        let why = format!(".venv in {}", venv.parent().unwrap_or(&venv).display());
+        add(prefix_sites(&venv), &why);
+    }
+    if let Some(py) = python_on_path() {
+        add(interpreter_sites(&py), &format!("python3 on PATH ({})", py.display()));
+    }
+    if let Some(home) = non_empty_var(EnvVars::HOME) {
+        add(prefix_sites(&PathBuf::from(home).join(".local")), "user site");
+    }
+    out
+}
+
+/// The site-packages directories of [`search_places`], without the reasons.
+#[must_use]
+pub fn site_packages() -> Vec<PathBuf> {
+    search_places().into_iter().map(|p| p.path).collect()
+}
+
+fn non_empty_var(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// `.venv` in the current directory or the nearest parent that has one.
+fn project_venv() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors().map(|d| d.join(".venv")).find(|v| v.is_dir())
+}
+
+/// `lib/python3*/{site,dist}-packages` under an installation prefix, plus Debian's
+/// `lib/python3/dist-packages`, sorted for a stable order.
+fn prefix_sites(prefix: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for root in roots {
-        let Ok(rd) = std::fs::read_dir(root.join("lib")) else { continue };
-        let mut pys: Vec<PathBuf> = rd
+    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
+        let mut libs: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
-            .map(|p| p.join("site-packages"))
-            .filter(|p| p.is_dir())
             .collect();
-        pys.sort();
-        for p in pys {
-            if !out.contains(&p) {
-                out.push(p);
+        libs.sort();
+        for lib in libs {
+            for leaf in ["site-packages", "dist-packages"] {
+                let d = lib.join(leaf);
+                if d.is_dir() {
+                    out.push(d);
+                }
             }
         }
     }
     out
 }
 
-/// The project's virtual environment python (`.venv/bin/python` here or in a parent), else
-/// `python3` on `PATH` (not checked).
-#[must_use]
-pub fn python() -> Option<PathBuf> {
-    if let Some(v) = std::env::var_os(EnvVars::VIRTUAL_ENV).filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(v).join("bin/python");
-        if p.is_file() {
-            return Some(p);
+/// The first `python3` (else `python`) on `PATH`, as written there (symlinks not followed: a
+/// venv's interpreter is a symlink to the base one, and the venv is what matters).
+fn python_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os(EnvVars::PATH)?;
+    for name in ["python3", "python"] {
+        for dir in std::env::split_paths(&path) {
+            let cand = dir.join(name);
+            if is_executable(&cand) {
+                return Some(cand);
+            }
         }
     }
-    let cwd = std::env::current_dir().ok()?;
-    cwd.ancestors().map(|d| d.join(".venv/bin/python")).find(|p| p.is_file())
+    None
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Site directories of one interpreter: from the layout around it (`<prefix>/bin/python3`),
+/// else by asking it.
+fn interpreter_sites(py: &Path) -> Vec<PathBuf> {
+    let mut dirs = py.parent().and_then(Path::parent).map(prefix_sites).unwrap_or_default();
+    if py.starts_with("/usr/bin") || py.starts_with("/bin") {
+        // Debian's system Python: pip installs into /usr/local, the distribution into /usr.
+        dirs.extend(prefix_sites(Path::new("/usr/local")));
+    }
+    if dirs.is_empty() {
+        dirs = ask_interpreter(py);
+    }
+    dirs
+}
+
+/// Runs `py -I -c …` to list `site.getsitepackages()` and the user site. A missing, failing or
+/// slow interpreter gives nothing.
+fn ask_interpreter(py: &Path) -> Vec<PathBuf> {
+    use std::io::Read as _;
+    use std::process::{Command, Stdio};
+    const SCRIPT: &str = "import site, sys\n\
+        d = list(getattr(site, 'getsitepackages', lambda: [])())\n\
+        d.append(site.getusersitepackages())\n\
+        sys.stdout.write('\\n'.join(d))\n";
+    let Ok(mut child) = Command::new(py)
+        .args(["-I", "-c", SCRIPT])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return Vec::new();
+    };
+    let start = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if start.elapsed() < ASK_TIMEOUT => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Vec::new();
+            }
+        }
+    }
+    let mut text = String::new();
+    if child.stdout.take().is_none_or(|mut o| o.read_to_string(&mut text).is_err()) {
+        return Vec::new();
+    }
+    text.lines().filter(|l| !l.is_empty()).map(PathBuf::from).collect()
+}
+
+/// The Python to ask about frameworks: `--python` / `$TPUPORT_PYTHON`, the active virtual
+/// environment's, the one of the environment the binary is installed in, the project
+/// `.venv`'s, else the `python3` first on `PATH`.
+#[must_use]
+pub fn python() -> Option<PathBuf> {
+    if let Some(p) = non_empty_var(EnvVars::TPUPORT_PYTHON) {
+        return Some(PathBuf::from(p));
+    }
+    let in_prefix = |prefix: &Path| {
+        ["bin/python3", "bin/python"].iter().map(|b| prefix.join(b)).find(|p| is_executable(p))
+    };
+    if let Some(p) = non_empty_var(EnvVars::VIRTUAL_ENV).and_then(|v| in_prefix(Path::new(&v))) {
+        return Some(p);
+    }
+    if let Some(p) =
+        binary_prefix().filter(|b| b.join("pyvenv.cfg").is_file()).and_then(|b| in_prefix(&b))
+    {
+        return Some(p);
+    }
+    project_venv().and_then(|v| in_prefix(&v)).or_else(python_on_path)
+}
+
+/// `<prefix>` of the running binary when it is `<prefix>/bin/tpuport`.
+fn binary_prefix() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.to_owned())
 }
 
 #[cfg(test)]

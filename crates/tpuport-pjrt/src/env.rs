@@ -25,6 +25,12 @@ impl EnvVars {
     /// XLA/TSL log threshold read by the plugins (0 info, 1 warning, 2 error). The binary sets
     /// it to 1 unless the user set it or asked for `-v`, so plugin INFO lines stay off stderr.
     pub const TF_CPP_MIN_LOG_LEVEL: &'static str = "TF_CPP_MIN_LOG_LEVEL";
+    /// A Python interpreter whose site-packages are searched for plugins before the others
+    /// (the global `--python` option sets it), and which `doctor` asks for framework versions.
+    pub const TPUPORT_PYTHON: &'static str = "TPUPORT_PYTHON";
+    /// Searched for the first `python3` (or `python`), whose site-packages hold plugins when
+    /// its environment is not activated.
+    pub const PATH: &'static str = "PATH";
     /// Home directory (cache fallback, user site-packages).
     pub const HOME: &'static str = "HOME";
 }

@@ -48,7 +48,8 @@ pub use cache::{CacheStatus, Compiled, ExecutableCache};
 pub use client::Client;
 pub use device::{Device, DeviceDescription, DeviceMemoryStats};
 pub use discover::{
-    Found, PluginKind, discover, find, find_cpu, python, site_packages, tpu_hardware_present,
+    Found, Place, PluginKind, discover, find, find_cpu, python, search_places, site_packages,
+    tpu_hardware_present,
 };
 pub use env::EnvVars;
 pub use error::{ErrorCode, PjrtError, Result};

@@ -19,7 +19,8 @@ pub struct PluginReport {
     pub path: PathBuf,
     /// CPU, TPU, CUDA or other, by file name.
     pub kind: PluginKind,
-    /// Where it was found: `--plugin`, an environment variable's name, or `search`.
+    /// Where it was found: `--plugin`, an environment variable's name, or why its
+    /// site-packages was searched (`next to the binary`, `python3 on PATH (…)`, …).
     pub source: String,
     /// API version, functions, attributes and extensions, when it loaded.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +72,8 @@ pub struct DoctorReport {
     pub header_api_version: String,
     /// Every plugin found, in discovery order.
     pub plugins: Vec<PluginReport>,
+    /// The site-packages searched for plugins, in order, with the reason for each.
+    pub searched: Vec<tpuport_pjrt::Place>,
     /// `python`, `executable` and one version (or null) per package, when Python answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<serde_json::Value>,
@@ -118,6 +121,13 @@ pub fn render_text(r: &DoctorReport, packages: &[&str], paint: Paint) -> String 
             let _ = writeln!(s, "    {}: {e}", paint.paint("error", Style::Red));
         }
     }
+    let _ = writeln!(s, "{}", paint.paint("Searched site-packages, in order:", Style::Bold));
+    if r.searched.is_empty() {
+        let _ = writeln!(s, "  none found");
+    }
+    for place in &r.searched {
+        let _ = writeln!(s, "  {} ({})", place.path.display(), place.why);
+    }
     if let Some(py) = &r.python {
         let version = py.get("python").and_then(|v| v.as_str()).unwrap_or("?");
         let _ = writeln!(s, "{}", paint.paint(&format!("Python {version}:"), Style::Bold));
@@ -141,25 +151,31 @@ mod tests {
 
     #[test]
     fn text_lists_plugins_errors_versions_and_notes() {
-        let mut bad = PluginReport::new("/x/libtpu.so".into(), PluginKind::Tpu, "search".into());
+        let mut bad = PluginReport::new("/x/libtpu.so".into(), PluginKind::Tpu, "user site".into());
         bad.error = Some("no such file".into());
         let r = DoctorReport {
             schema: SCHEMA,
             header_api_version: "0.94".into(),
             plugins: vec![bad],
+            searched: vec![tpuport_pjrt::Place {
+                path: "/home/u/.local/lib/python3.11/site-packages".into(),
+                why: "user site".into(),
+            }],
             python: Some(serde_json::json!({"python": "3.11.2", "jax": "0.7.0", "jaxlib": null})),
             notes: vec!["a note".into()],
         };
         let text = render_text(&r, &["jax", "jaxlib"], Paint::PLAIN);
         assert_eq!(
             text,
-            "PJRT plugins (tpuport's declarations: PJRT API 0.94):\n  /x/libtpu.so [Tpu, search]\n    error: no such file\n\
+            "PJRT plugins (tpuport's declarations: PJRT API 0.94):\n  /x/libtpu.so [Tpu, user site]\n    error: no such file\n\
+             Searched site-packages, in order:\n  /home/u/.local/lib/python3.11/site-packages (user site)\n\
              Python 3.11.2:\n  jax              0.7.0\n  jaxlib           -\nnote: a note\n"
         );
         assert_eq!(strip_ansi(&render_text(&r, &["jax", "jaxlib"], Paint::new(true))), text);
-        let none = DoctorReport { plugins: vec![], python: None, notes: vec![], ..r };
-        assert!(
-            render_text(&none, &[], Paint::PLAIN).contains("  none found\nPython: not found\n")
-        );
+        let none =
+            DoctorReport { plugins: vec![], searched: vec![], python: None, notes: vec![], ..r };
+        assert!(render_text(&none, &[], Paint::PLAIN).contains(
+            "  none found\nSearched site-packages, in order:\n  none found\nPython: not found\n"
+        ));
     }
 }

@@ -30,6 +30,11 @@ pub(crate) struct GlobalArgs {
     /// When to colour terminal output (NO_COLOR is honoured by `auto`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub(crate) color: ColorChoice,
+    /// A Python interpreter whose site-packages are searched for PJRT plugins first, and which
+    /// `doctor` asks for framework versions (default: the environment tpuport is installed in,
+    /// the active or project venv, then the `python3` on PATH).
+    #[arg(long, global = true, value_name = "PATH", env = "TPUPORT_PYTHON")]
+    pub(crate) python: Option<std::path::PathBuf>,
 }
 
 /// Output format.
@@ -85,4 +90,31 @@ pub(crate) enum Command {
     /// Compare a model's outputs with a reference (files, f32, onnxruntime), emulate TPU
     /// matmul precision, and bisect to the first divergent op.
     Validate(commands::validate::ValidateArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(commands::completions::CompletionsArgs),
+    /// Write man pages for tpuport and each verb into a directory (`make man`).
+    #[command(hide = true)]
+    Man(commands::man::ManArgs),
+}
+
+/// `tpuport --version`: the crate version, the git commit it was built from, and the PJRT C
+/// API version of the declarations it was built against.
+pub(crate) fn long_version() -> String {
+    let (major, minor) = tpuport_pjrt::HEADER_API_VERSION;
+    format!(
+        "{} (commit {}, PJRT C API {major}.{minor})",
+        env!("CARGO_PKG_VERSION"),
+        env!("TPUPORT_GIT_COMMIT")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// clap's own consistency checks over every verb (duplicate flags, conflicting globals).
+    #[test]
+    fn command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -7,11 +7,11 @@ mod printer;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    quiet_plugin_logs(cli.global.verbose);
+    let cli = parse_args();
+    set_process_env(&cli.global);
     let printer = printer::Printer::new(&cli.global);
     // The verb returns before the exit status is chosen, so everything it owns (temporary
     // folders, the PJRT client) is dropped first.
@@ -33,17 +33,31 @@ fn main() -> ExitCode {
     }
 }
 
-/// PJRT plugins log INFO lines (`cpu_device_count set via create_options`) to stderr through
-/// XLA's logger; keep them out of the user's terminal unless asked for with `-v` or set by the
-/// user.
-fn quiet_plugin_logs(verbose: u8) {
-    let var = tpuport_pjrt::EnvVars::TF_CPP_MIN_LOG_LEVEL;
-    if verbose == 0 && std::env::var_os(var).is_none() {
-        // SAFETY: called first thing in `main`, before any thread is spawned or any plugin is
-        // loaded, so nothing can read or write the environment concurrently.
-        #[allow(unsafe_code, reason = "set_var is unsafe in edition 2024; see SAFETY")]
-        unsafe {
-            std::env::set_var(var, "1");
+/// Parses the command line, with `--version` carrying the commit and the PJRT API version
+/// (known only at run time, so set on the command before parsing).
+fn parse_args() -> cli::Cli {
+    let version: &'static str = Box::leak(cli::long_version().into_boxed_str());
+    let matches = cli::Cli::command().version(version).get_matches();
+    cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Environment the libraries read, set from the options before anything else runs:
+/// - PJRT plugins log INFO lines (`cpu_device_count set via create_options`) to stderr through
+///   XLA's logger; keep them out of the user's terminal unless asked for with `-v` or set by
+///   the user;
+/// - `--python` is handed to plugin discovery as `TPUPORT_PYTHON`.
+fn set_process_env(g: &cli::GlobalArgs) {
+    let log_var = tpuport_pjrt::EnvVars::TF_CPP_MIN_LOG_LEVEL;
+    let quiet_logs = g.verbose == 0 && std::env::var_os(log_var).is_none();
+    // SAFETY: called first thing in `main`, before any thread is spawned or any plugin is
+    // loaded, so nothing can read or write the environment concurrently.
+    #[allow(unsafe_code, reason = "set_var is unsafe in edition 2024; see SAFETY")]
+    unsafe {
+        if quiet_logs {
+            std::env::set_var(log_var, "1");
+        }
+        if let Some(py) = &g.python {
+            std::env::set_var(tpuport_pjrt::EnvVars::TPUPORT_PYTHON, py);
         }
     }
 }

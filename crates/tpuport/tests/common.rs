@@ -32,9 +32,17 @@ pub struct Out {
     pub stderr: String,
 }
 
-/// The built binary with colour off.
+/// The binary under test: `$TPUPORT_BIN` when set (`make test-wheel` points it at the binary
+/// a wheel installed), else the one cargo built.
+pub fn binary() -> PathBuf {
+    std::env::var_os("TPUPORT_BIN")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tpuport")), PathBuf::from)
+}
+
+/// The binary under test with colour off.
 pub fn command() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tpuport"));
+    let mut c = Command::new(binary());
     c.env("NO_COLOR", "1");
     c
 }
@@ -92,13 +100,7 @@ import json, resource, subprocess, sys
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print(json.dumps([r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024]))
 ";
-    let o = Command::new(python())
-        .arg("-c")
-        .arg(code)
-        .arg(env!("CARGO_BIN_EXE_tpuport"))
-        .args(args)
-        .output()
-        .unwrap();
+    let o = Command::new(python()).arg("-c").arg(code).arg(binary()).args(args).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: (i32, u64) = serde_json::from_slice(&o.stdout).unwrap();
     v

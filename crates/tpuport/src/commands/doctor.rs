@@ -58,6 +58,7 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
         schema: doctor::SCHEMA,
         header_api_version: format!("{hmaj}.{hmin}"),
         plugins,
+        searched: tpuport_pjrt::search_places(),
         python,
         notes,
     };

@@ -5,11 +5,13 @@ pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod catalog;
 pub(crate) mod check;
+pub(crate) mod completions;
 pub(crate) mod conformance;
 pub(crate) mod doctor;
 pub(crate) mod explain;
 pub(crate) mod inspect;
 pub(crate) mod lower;
+pub(crate) mod man;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod run;
@@ -56,6 +58,8 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Explain(a) => explain::run(&a, global, p),
         Command::Conformance(a) => conformance::run(&a, global, p),
         Command::Validate(a) => validate::run(&a, global, p),
+        Command::Completions(a) => completions::run(&a, global, p),
+        Command::Man(a) => man::run(&a, global, p),
     }
 }
 

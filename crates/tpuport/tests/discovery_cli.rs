@@ -1,0 +1,169 @@
+//! Plugin discovery where users install things, through `tpuport doctor`: a venv that is not
+//! activated but whose `python3` is first on `PATH`, the environment the binary itself was
+//! installed into (a wheel, `pip install --target`), `--python`, and an interpreter that has
+//! to be asked for its site-packages (a pyenv shim). Each case runs in a scratch directory
+//! with a clean environment, so the project's own `.venv` is not in reach.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CPU_REL: &str = "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so";
+
+/// The real CPU plugin (from the project venv), linked into fake layouts.
+fn real_plugin() -> PathBuf {
+    tpuport_pjrt::find_cpu().expect("CPU PJRT plugin not found: run `make venv`")
+}
+
+/// Puts a link to the real CPU plugin into `site`.
+fn install_plugin(site: &Path) {
+    let dst = site.join(CPU_REL);
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(real_plugin(), dst).unwrap();
+}
+
+/// An executable shell script.
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A venv layout: `pyvenv.cfg`, `bin/python3` (never run: the layout is enough) and a
+/// site-packages holding the CPU plugin. Returns the venv root.
+fn fake_venv(root: &Path) -> PathBuf {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(root.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    script(&root.join("bin/python3"), "exit 3");
+    install_plugin(&root.join("lib/python3.11/site-packages"));
+    root.to_owned()
+}
+
+/// `tpuport doctor --no-python --format json` run by `exe` in `cwd` with only the given
+/// environment (plus a HOME with nothing in it).
+fn doctor(exe: &Path, cwd: &Path, env: &[(&str, String)], extra: &[&str]) -> serde_json::Value {
+    let home = cwd.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = Command::new(exe);
+    c.env_clear().env("HOME", &home).env("NO_COLOR", "1").current_dir(cwd);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.args(["--format", "json", "doctor", "--no-python"]).args(extra);
+    let o = common::output(&mut c);
+    assert!(o.code == 0 || o.code == 1, "doctor failed ({}): {}", o.code, o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout))
+}
+
+/// The first plugin's source, and whether it opened a client with devices.
+fn first(report: &serde_json::Value) -> (String, bool) {
+    let p = &report["plugins"][0];
+    (p["source"].as_str().unwrap_or("<none>").to_owned(), p["devices"].as_u64().unwrap_or(0) > 0)
+}
+
+/// The binary linked (or copied) into `<prefix>/bin/tpuport`, as a wheel installs it.
+fn place_binary(prefix: &Path) -> PathBuf {
+    let dst = prefix.join("bin/tpuport");
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    let src = common::binary();
+    if std::fs::hard_link(&src, &dst).is_err() {
+        std::fs::copy(&src, &dst).unwrap();
+    }
+    dst
+}
+
+#[test]
+fn venv_not_activated_but_first_on_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = fake_venv(&tmp.path().join("proj/venv"));
+    let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
+    let r = doctor(&common::binary(), tmp.path(), &[("PATH", path)], &[]);
+    let (source, usable) = first(&r);
+    assert!(source.starts_with("python3 on PATH"), "source {source}; report {r:#}");
+    assert!(usable, "the plugin found must open a client: {r:#}");
+    let searched = r["searched"].as_array().unwrap();
+    assert!(
+        searched.iter().any(|s| s["why"].as_str().unwrap().starts_with("python3 on PATH")),
+        "doctor must say where it looked: {r:#}"
+    );
+}
+
+#[test]
+fn environment_of_the_binary_comes_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The binary's own environment has the plugin, and so does a venv on PATH: the binary's
+    // environment wins.
+    let env = tmp.path().join("env");
+    install_plugin(&env.join("lib/python3.12/site-packages"));
+    let exe = place_binary(&env);
+    let other = fake_venv(&tmp.path().join("other"));
+    let path = format!("{}:/usr/bin:/bin", other.join("bin").display());
+    let (source, usable) = first(&doctor(&exe, tmp.path(), &[("PATH", path)], &[]));
+    assert_eq!(source, "next to the binary");
+    assert!(usable);
+}
+
+#[test]
+fn pip_install_target_layout() {
+    // `pip install --target DIR tpuport[cpu]`: DIR/bin/tpuport, DIR/tpuport/, DIR/xla_plugins/.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("target-dir");
+    install_plugin(&dir);
+    std::fs::create_dir_all(dir.join("tpuport")).unwrap();
+    std::fs::write(dir.join("tpuport/__init__.py"), "").unwrap();
+    let exe = place_binary(&dir);
+    let (source, _) = first(&doctor(&exe, tmp.path(), &[("PATH", "/usr/bin:/bin".into())], &[]));
+    assert_eq!(source, "next to the binary");
+}
+
+#[test]
+fn python_option_and_asked_interpreter() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A shim outside any prefix layout (like pyenv's): it must be asked, and answers with a
+    // site-packages that holds the plugin.
+    let site = tmp.path().join("somewhere/site-packages");
+    install_plugin(&site);
+    let shim = tmp.path().join("shims/python3");
+    script(&shim, &format!("printf '%s\\n' '{}'", site.display()));
+    let r = doctor(
+        &common::binary(),
+        tmp.path(),
+        &[("PATH", "/usr/bin:/bin".into())],
+        &["--python", shim.to_str().unwrap()],
+    );
+    let (source, usable) = first(&r);
+    assert!(source.starts_with("--python"), "source {source}; report {r:#}");
+    assert!(usable);
+    // The same shim first on PATH, without --python: found by asking it.
+    let path = format!("{}:/usr/bin:/bin", shim.parent().unwrap().display());
+    let (source, _) = first(&doctor(&common::binary(), tmp.path(), &[("PATH", path)], &[]));
+    assert!(source.starts_with("python3 on PATH"), "{source}");
+}
+
+#[test]
+fn nothing_found_says_where_it_looked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = tmp.path().join("bin/python3");
+    script(&shim, "exit 1");
+    let model = tmp.path().join("m.mlir");
+    std::fs::write(
+        &model,
+        "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n}\n",
+    )
+    .unwrap();
+    let mut c = common::command();
+    c.env_clear()
+        .env("HOME", tmp.path())
+        .env("PATH", shim.parent().unwrap())
+        .current_dir(tmp.path())
+        .arg("bench")
+        .arg(&model);
+    let o = common::output(&mut c);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "one line: {}", o.stderr);
+    assert!(o.stderr.contains("no PJRT plugin found (looked in:"), "{}", o.stderr);
+}
