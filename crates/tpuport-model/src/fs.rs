@@ -21,10 +21,7 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// # Errors
 /// The I/O error of creating, filling, syncing or renaming the temporary file (the target is
 /// then untouched and no temporary file is left behind).
-pub fn write_atomic(
-    path: &Path,
-    fill: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
+pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

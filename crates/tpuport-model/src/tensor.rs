@@ -156,11 +156,8 @@ fn f8(b: u8, mbits: u32, bias: i32, kind: F8) -> f64 {
     }
     let frac = f64::from(m) / f64::from(1u32 << mbits);
     #[allow(clippy::cast_possible_wrap, reason = "e < 32")]
-    let v = if e == 0 {
-        frac * 2f64.powi(1 - bias)
-    } else {
-        (1.0 + frac) * 2f64.powi(e as i32 - bias)
-    };
+    let v =
+        if e == 0 { frac * 2f64.powi(1 - bias) } else { (1.0 + frac) * 2f64.powi(e as i32 - bias) };
     sign * v
 }
 
@@ -202,7 +199,9 @@ mod tests {
     /// largest finite value of each type, its smallest subnormal, and the special patterns.
     #[test]
     fn f8_decoding() {
-        let one = |dtype: DType, b: u8| HostTensor::new(dtype, vec![], vec![b]).unwrap().to_f64().unwrap()[0];
+        let one = |dtype: DType, b: u8| {
+            HostTensor::new(dtype, vec![], vec![b]).unwrap().to_f64().unwrap()[0]
+        };
         assert_eq!(one(DType::F8E4M3FN, 0x7e), 448.0);
         assert!(one(DType::F8E4M3FN, 0x7f).is_nan());
         assert_eq!(one(DType::F8E4M3FN, 0x01), 2f64.powi(-9));
