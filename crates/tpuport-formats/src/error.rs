@@ -56,8 +56,8 @@ pub enum FormatError {
     Bind {
         /// The tensor set (a path, or a flag such as `--input`).
         set: String,
-        /// What does not fit.
-        problem: crate::tensors::BindProblem,
+        /// What does not fit (boxed: it carries tensor types and keeps this enum small).
+        problem: Box<crate::tensors::BindProblem>,
     },
 }
 
@@ -74,7 +74,7 @@ impl FormatError {
 
     /// A binding problem of the tensor set named `set`.
     pub fn bind(set: impl Into<String>, problem: crate::tensors::BindProblem) -> FormatError {
-        FormatError::Bind { set: set.into(), problem }
+        FormatError::Bind { set: set.into(), problem: Box::new(problem) }
     }
 
     /// An unsupported-feature error on `path`.

@@ -429,7 +429,8 @@ mod tests {
 
     #[test]
     fn hostile_manifests_are_refused_with_the_field_named() {
-        let cases: Vec<(Box<dyn Fn(&mut Manifest)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut Manifest)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|m| m.buckets[0].module = "../x.mlir".into()), "not a plain relative path"),
             (Box::new(|m| m.buckets[0].module = "/etc/passwd".into()), "not a plain relative path"),
             (Box::new(|m| m.buckets[1].module = "gone.mlir".into()), "no such file"),

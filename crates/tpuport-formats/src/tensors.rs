@@ -261,6 +261,14 @@ pub fn assign(entries: Vec<Entry>, names: &[&str], role: Role) -> Result<Assignm
 /// The first [`BindProblem`]: unknown or repeated names, a tensor left over, arguments
 /// without a tensor, then the first argument whose tensor does not fit.
 pub fn bind(entries: Vec<Entry>, sig: &[Slot]) -> Result<Vec<HostTensor>, BindProblem> {
+    Ok(bind_entries(entries, sig)?.into_iter().map(|e| e.tensor).collect())
+}
+
+/// [`bind`], keeping each tensor's entry (its source, for messages), in argument order.
+///
+/// # Errors
+/// As [`bind`].
+pub fn bind_entries(entries: Vec<Entry>, sig: &[Slot]) -> Result<Vec<Entry>, BindProblem> {
     let names: Vec<&str> = sig.iter().map(|s| s.name.as_str()).collect();
     let a = assign(entries, &names, Role::Inputs)?;
     if let Some(extra) = a.rest.into_iter().next() {
@@ -301,7 +309,7 @@ pub fn bind(entries: Vec<Entry>, sig: &[Slot]) -> Result<Vec<HostTensor>, BindPr
                 shape: t.shape,
             });
         }
-        out.push(t);
+        out.push(Entry { tensor: t, ..e });
     }
     Ok(out)
 }

@@ -32,10 +32,9 @@ impl KeepAlive {
         self.buffers.extend(bufs);
     }
 
-    /// Holds an executable and lends it back.
-    pub fn executable(&mut self, exe: LoadedExecutable) -> &LoadedExecutable {
+    /// Holds an executable.
+    pub fn executable(&mut self, exe: LoadedExecutable) {
         self.executables.push(exe);
-        &self.executables[self.executables.len() - 1]
     }
 
     /// Number of buffers held.
