@@ -214,6 +214,13 @@ pub struct Assignment {
     pub rest: Vec<Entry>,
 }
 
+/// The slot `name` names among `names`: by name, else by alias (`arg3`, `input_3`, `3` for
+/// inputs; `out3`, `output_3`, `3` for outputs).
+#[must_use]
+pub fn resolve(names: &[&str], name: &str, role: Role) -> Option<usize> {
+    names.iter().position(|s| *s == name).or_else(|| role.alias(name).filter(|&i| i < names.len()))
+}
+
 /// Places entries on the slots named `names`: by name, then by alias, then in order.
 ///
 /// # Errors
@@ -229,10 +236,7 @@ pub fn assign(entries: Vec<Entry>, names: &[&str], role: Role) -> Result<Assignm
                 continue;
             }
         };
-        let target = names
-            .iter()
-            .position(|s| *s == name)
-            .or_else(|| role.alias(&name).filter(|&i| i < names.len()));
+        let target = resolve(names, &name, role);
         match (target, &e.key) {
             (Some(i), _) if slots[i].is_none() => slots[i] = Some(e),
             (Some(i), Key::Named(_)) => {

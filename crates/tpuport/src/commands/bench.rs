@@ -61,7 +61,7 @@ pub(crate) fn run(a: &BenchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             let entries = if a.inputs.is_empty() {
                 bench::random_inputs(t)?
             } else {
-                input_entries(&a.inputs)?
+                input_entries(&a.inputs, t)?
             };
             let args = bind_inputs(t, entries)?;
             let rt = t.module.open_runtime(&a.runtime.options(), p)?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use tpuport_formats::FormatError;
-use tpuport_formats::tensors::{BindProblem, Entry, Key, Slot};
+use tpuport_formats::tensors::{BindProblem, Entry, Key, Role, Slot};
 use tpuport_validate::{RuntimeOptions, Target, ValidateError};
 
 use crate::printer::Printer;
@@ -47,8 +47,10 @@ impl tpuport_validate::Observer for Printer {
 }
 
 /// `--input` values: `NAME=FILE` (NAME: an argument's name, `argN` or `N`) unless a file of
-/// that whole name exists, else positional `FILE`; each `.npy` read.
-pub(crate) fn input_entries(specs: &[String]) -> anyhow::Result<Vec<Entry>> {
+/// that whole name exists, else positional `FILE`; each `.npy` read once its name is known to
+/// name an input of `target`.
+pub(crate) fn input_entries(specs: &[String], target: &Target) -> anyhow::Result<Vec<Entry>> {
+    let slots = target.inputs();
     specs
         .iter()
         .map(|spec| {
@@ -58,6 +60,14 @@ pub(crate) fn input_entries(specs: &[String]) -> anyhow::Result<Vec<Entry>> {
                 }
                 _ => (Key::Position, spec.as_str()),
             };
+            if let (Key::Named(name), Some(slots)) = (&key, &slots) {
+                let names: Vec<&str> = slots.iter().map(|s| s.name.as_str()).collect();
+                if tpuport_formats::tensors::resolve(&names, name, Role::Inputs).is_none() {
+                    let p =
+                        BindProblem::UnknownName { name: name.clone(), source: file.to_owned() };
+                    anyhow::bail!(input_problem(target, &p));
+                }
+            }
             let tensor = tpuport_formats::npy::read_npy(Path::new(file))?;
             Ok(Entry { key, source: file.to_owned(), tensor })
         })

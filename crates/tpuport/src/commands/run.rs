@@ -31,11 +31,15 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(a: &RunArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
-    let entries = input_entries(&a.inputs)?;
+    let targets = Target::resolve(&a.model, false, p)?;
+    let Some(first) = targets.first() else {
+        anyhow::bail!("{}: nothing to run", a.model.display());
+    };
+    let entries = input_entries(&a.inputs, first)?;
     // The first target (bucket) the inputs fit; the first one's problem when none does.
     let mut first_err = None;
     let mut chosen = None;
-    for target in Target::resolve(&a.model, false, p)? {
+    for target in targets {
         match bind_inputs(&target, entries.clone()) {
             Ok(args) => {
                 chosen = Some((target, args));
