@@ -1,10 +1,8 @@
 //! One case: read its test data, import with the input shapes bound, lower (binding graph
 //! inputs that an op needs at lowering time), compile, run and compare.
 
-use std::collections::HashMap;
-
 use tpuport_formats::lowered::{self, ArgBinding};
-use tpuport_formats::tensors::BindProblem;
+use tpuport_formats::tensors::{self, BindProblem, Entry, Key};
 use tpuport_formats::{ImportOptions, Limits};
 use tpuport_lower::LowerError;
 use tpuport_lower::onnx::{LowerOptions, lower_with_values};
@@ -76,8 +74,7 @@ pub(super) fn run_case(c: &Case, client: &Client, bound: &mut Vec<String>) -> Re
     }
     let model =
         tpuport_formats::open(&model_path, &opts).map_err(|e| stop(Outcome::Error, "import", e))?;
-    let by_name: HashMap<&str, &HostTensor> =
-        names.iter().map(String::as_str).zip(inputs.iter()).collect();
+    let named: Vec<(&str, &HostTensor)> = names.iter().map(String::as_str).zip(&inputs).collect();
     // A static-shape lowering needs shape-like operands (axes, target shapes, pads, slice
     // bounds) at lowering time; the node cases often pass them as graph inputs. When the
     // lowering names such a graph input, its test value is bound for lowering and the case is
@@ -93,7 +90,10 @@ pub(super) fn run_case(c: &Case, client: &Client, bound: &mut Vec<String>) -> Re
                     LowerError::NeedsHostValue { value, .. }
                         if graph_input(value) && !values.iter().any(|(n, _)| n == value) =>
                     {
-                        by_name.get(value.as_str()).map(|t| (value.clone(), (*t).clone()))
+                        named
+                            .iter()
+                            .find(|(n, _)| n == value)
+                            .map(|(_, t)| (value.clone(), (*t).clone()))
                     }
                     _ => None,
                 };
@@ -111,7 +111,7 @@ pub(super) fn run_case(c: &Case, client: &Client, bound: &mut Vec<String>) -> Re
         }
     };
     let tol = (c.meta.rtol.unwrap_or(1e-3), c.meta.atol.unwrap_or(1e-7));
-    run_lowered(client, &model, lowered, &by_name, &expected, tol)
+    run_lowered(client, &model, lowered, &named, &expected, tol)
 }
 
 /// Binds, compiles, runs a lowered module and compares its results with `expected` in order.
@@ -119,7 +119,7 @@ pub(super) fn run_lowered(
     client: &Client,
     model: &Model,
     lowered: tpuport_lower::onnx::Lowered,
-    inputs: &HashMap<&str, &HostTensor>,
+    inputs: &[(&str, &HostTensor)],
     expected: &[HostTensor],
     (rtol, atol): (f64, f64),
 ) -> Result<(), Stop> {
@@ -156,23 +156,31 @@ pub(super) fn run_lowered(
     Ok(())
 }
 
-/// Host tensors for the module's arguments: caller inputs by name, weights from the store.
+/// Host tensors for the module's arguments: the test inputs bound to the graph inputs by
+/// name, weights from the model's store.
 fn bind_args(
     model: &Model,
     args: &[ArgBinding],
-    inputs: &HashMap<&str, &HostTensor>,
+    inputs: &[(&str, &HostTensor)],
 ) -> Result<Vec<HostTensor>, Stop> {
-    let mut given = Vec::new();
-    for s in lowered::input_slots(args) {
-        let t = inputs.get(s.name.as_str()).ok_or_else(|| {
-            stop(Outcome::Error, "data", format!("no input file for module argument {}", s.name))
-        })?;
-        given.push((*t).clone());
-    }
-    lowered::arguments(args, given, &model.weights).map_err(|p| match p {
-        BindProblem::Weight { .. } => stop(Outcome::Error, "data", p),
-        p => stop(Outcome::Error, "lower", p),
-    })
+    let slots = lowered::input_slots(args);
+    // test inputs that feed no module argument (an initializer an old-IR model also lists as
+    // a graph input) are left out
+    let entries = inputs
+        .iter()
+        .filter(|(n, _)| slots.iter().any(|s| s.name == *n))
+        .map(|(n, t)| Entry {
+            key: Key::Named((*n).to_owned()),
+            source: (*n).to_owned(),
+            tensor: (*t).clone(),
+        })
+        .collect();
+    let stage = |p: &BindProblem| match p {
+        BindProblem::Mismatch { .. } => "lower",
+        _ => "data",
+    };
+    let given = tensors::bind(entries, &slots).map_err(|p| stop(Outcome::Error, stage(&p), p))?;
+    lowered::arguments(args, given, &model.weights).map_err(|p| stop(Outcome::Error, stage(&p), p))
 }
 
 #[cfg(test)]
@@ -212,7 +220,7 @@ mod tests {
         let c = client();
         let model = Model::empty(ModelFormat::Onnx);
         let x = HostTensor::from_f32(vec![3], &[1.0, -2.0, 3.5]).unwrap();
-        let inputs: HashMap<&str, &HostTensor> = [("x", &x)].into_iter().collect();
+        let inputs = [("x", &x)];
         let tol = (1e-3, 1e-7);
         let want = HostTensor::from_f32(vec![3], &[2.0, -4.0, 7.0005]).unwrap();
         assert!(run_lowered(&c, &model, lowered(), &inputs, &[want], tol).is_ok());
@@ -224,7 +232,7 @@ mod tests {
         let e = run_lowered(&c, &model, lowered(), &inputs, &[shape], tol).unwrap_err();
         assert_eq!(e.outcome, Outcome::Fail);
         let xi = HostTensor::new(DType::I32, vec![3], vec![0; 12]).unwrap();
-        let inputs: HashMap<&str, &HostTensor> = [("x", &xi)].into_iter().collect();
+        let inputs = [("x", &xi)];
         let e = run_lowered(&c, &model, lowered(), &inputs, &[], tol).unwrap_err();
         assert_eq!((e.outcome, e.stage), (Outcome::Error, "lower"));
     }
