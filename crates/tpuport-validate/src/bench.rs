@@ -184,8 +184,9 @@ pub fn bench(
                 _ => None,
             }
         });
+    let batch = target.batch(args);
     #[allow(clippy::cast_precision_loss, reason = "batch sizes")]
-    let items = target.batch.map(|b| b as f64 * 1e6 / mean);
+    let items = batch.map(|b| b as f64 * 1e6 / mean);
     let achieved = flops.map(|f| f * 1e6 / mean);
     let device_kind =
         exe.devices().first().and_then(|d| d.description().ok()).map(|d| d.kind.trim().to_owned());
@@ -200,7 +201,7 @@ pub fn bench(
     };
     Ok(Row {
         model: module.path.clone(),
-        batch: target.batch,
+        batch,
         devices: exe.num_devices(),
         compile_cold_ms: compile_cold.as_secs_f64() * 1e3,
         compile_cached_ms: compile_cached.map(|d| d.as_secs_f64() * 1e3),

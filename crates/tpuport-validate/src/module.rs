@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tpuport_formats::lowered::{self, Artifact, Bucket};
-use tpuport_formats::tensors::{Entry, Slot};
+use tpuport_formats::tensors::{Entry, Role, Slot};
 use tpuport_model::{Attr, DType, HostTensor, WeightStore};
 use tpuport_pjrt::{CompileOptions, Layout, Program, Runtime};
 
@@ -223,8 +223,8 @@ pub struct RuntimeOptions {
 pub struct Target {
     /// The module.
     pub module: Module,
-    /// Batch size: the bucket's, else the leading dimension of the last argument.
-    pub batch: Option<u64>,
+    /// The bucket's batch size (`None` for a plain module; see [`Target::batch`]).
+    bucket_batch: Option<u64>,
     lowered: Option<(Bucket, WeightStore)>,
 }
 
@@ -234,13 +234,7 @@ impl Target {
     /// # Errors
     /// As [`Module::load`].
     pub fn module(path: &Path, obs: &dyn Observer) -> Result<Target> {
-        let module = Module::load(path, obs)?;
-        let batch = module
-            .args
-            .as_ref()
-            .and_then(|a| a.last())
-            .and_then(|p| p.dims.first().copied().flatten());
-        Ok(Target { module, batch, lowered: None })
+        Ok(Target { module: Module::load(path, obs)?, bucket_batch: None, lowered: None })
     }
 
     /// One bucket of a lowered folder, with its weights.
@@ -250,7 +244,7 @@ impl Target {
     pub fn bucket(art: &Artifact, bucket: &Bucket, obs: &dyn Observer) -> Result<Target> {
         let module = Module::load(&art.module_path(bucket), obs)?;
         let weights = art.weights(&tpuport_formats::Limits::default())?;
-        Ok(Target { module, batch: bucket.batch, lowered: Some((bucket.clone(), weights)) })
+        Ok(Target { module, bucket_batch: bucket.batch, lowered: Some((bucket.clone(), weights)) })
     }
 
     /// Every target `path` names: a lowered folder (or its manifest) gives all its buckets; a
@@ -285,6 +279,16 @@ impl Target {
         buckets.into_iter().map(|b| Target::bucket(&art, b, obs)).collect()
     }
 
+    /// Batch size of a run on `args` (as [`Target::arguments`] returns them): the bucket's,
+    /// else the leading dimension of the last argument.
+    #[must_use]
+    pub fn batch(&self, args: &[(String, HostTensor)]) -> Option<u64> {
+        if self.lowered.is_some() {
+            return self.bucket_batch;
+        }
+        args.last().and_then(|(_, t)| t.shape.first().copied())
+    }
+
     /// What the caller provides, when known: the graph inputs of a bucket, the module's
     /// arguments otherwise.
     #[must_use]
@@ -295,8 +299,8 @@ impl Target {
         }
     }
 
-    /// Binds the caller's tensors to [`Target::inputs`] (in order, unchecked, when the module
-    /// has no readable signature) and completes the argument list with the weights; each
+    /// Binds the caller's tensors to [`Target::inputs`] (by `argN` or in order, unchecked, when
+    /// the module has no readable signature) and completes the argument list with the weights; each
     /// argument comes with a label for messages (its source, or `weight NAME`).
     ///
     /// # Errors
@@ -304,7 +308,12 @@ impl Target {
     pub fn arguments(&self, entries: Vec<Entry>, set: &str) -> Result<Vec<(String, HostTensor)>> {
         let bind = |p| tpuport_formats::FormatError::bind(set, p);
         let Some(slots) = self.inputs() else {
-            return Ok(entries.into_iter().map(|e| (e.source, e.tensor)).collect());
+            // no signature (bytecode): `argN` names a position, the rest fill in order
+            let names: Vec<String> = (0..entries.len()).map(|i| format!("arg{i}")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let placed =
+                tpuport_formats::tensors::assign(entries, &names, Role::Inputs).map_err(bind)?;
+            return Ok(placed.slots.into_iter().flatten().map(|e| (e.source, e.tensor)).collect());
         };
         let bound = tpuport_formats::tensors::bind_entries(entries, &slots).map_err(bind)?;
         let Some((b, weights)) = &self.lowered else {
