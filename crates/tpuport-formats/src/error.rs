@@ -50,6 +50,15 @@ pub enum FormatError {
         /// What was found, e.g. `pickle global os.system is outside the tensor allow-list`.
         what: String,
     },
+    /// Tensors that do not fit a signature, or a lowered artifact's arguments that cannot be
+    /// assembled (see [`crate::tensors`] and [`crate::lowered`]).
+    #[error("{set}: {problem}")]
+    Bind {
+        /// The tensor set (a path, or a flag such as `--input`).
+        set: String,
+        /// What does not fit (boxed: it carries tensor types and keeps this enum small).
+        problem: Box<crate::tensors::BindProblem>,
+    },
 }
 
 impl FormatError {
@@ -61,6 +70,11 @@ impl FormatError {
     /// A malformed-file error on `path`.
     pub fn invalid(path: &Path, what: impl Into<String>) -> FormatError {
         FormatError::Invalid { path: path.to_path_buf(), what: what.into() }
+    }
+
+    /// A binding problem of the tensor set named `set`.
+    pub fn bind(set: impl Into<String>, problem: crate::tensors::BindProblem) -> FormatError {
+        FormatError::Bind { set: set.into(), problem: Box::new(problem) }
     }
 
     /// An unsupported-feature error on `path`.

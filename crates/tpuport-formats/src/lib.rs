@@ -9,10 +9,12 @@
 //! length and against [`Limits`] before anything is allocated, recursion is bounded, and no
 //! importer panics on any input (each has a fuzz target under `fuzz/`).
 
+pub mod lowered;
 pub mod npy;
 pub mod onnx;
 pub mod safetensors;
 pub mod stablehlo;
+pub mod tensors;
 pub mod torch;
 
 mod error;

@@ -16,6 +16,7 @@
 
 mod dtype;
 mod error;
+pub mod fs;
 mod graph;
 mod model;
 mod shape;

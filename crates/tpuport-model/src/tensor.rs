@@ -62,8 +62,11 @@ impl HostTensor {
         self.shape.iter().product()
     }
 
-    /// Values widened to f64, for the dtypes that have a numeric reading (`None` for strings,
-    /// complex and 4-bit types).
+    /// Values widened to f64, for the dtypes that have a numeric reading (`None` for strings
+    /// and complex types). Exact for every float type and for integers up to 2^53; 4-bit
+    /// integers are unpacked low nibble first, the 8-bit floats decoded with their own special
+    /// values (E5M2 has infinities; E4M3FN has one NaN pattern per sign and no infinities; the
+    /// FNUZ types have NaN at `0x80` and no negative zero).
     #[must_use]
     pub fn to_f64(&self) -> Option<Vec<f64>> {
         let d = &self.data;
@@ -103,11 +106,59 @@ impl HostTensor {
                 d.chunks_exact(2).map(|c| f64::from(u16::from_le_bytes(arr(c)))).collect()
             }
             DType::I8 => d.iter().map(|&b| f64::from(b.cast_signed())).collect(),
-            DType::U8 | DType::Bool => d.iter().map(|&b| f64::from(b)).collect(),
+            DType::U8 => d.iter().map(|&b| f64::from(b)).collect(),
+            DType::Bool => d.iter().map(|&b| f64::from(u8::from(b != 0))).collect(),
+            DType::I4 | DType::U4 => {
+                let n = usize::try_from(self.elements()).ok()?;
+                (0..n)
+                    .map(|i| {
+                        let v = d.get(i / 2).map_or(0, |b| (b >> (4 * (i % 2))) & 0x0f);
+                        if self.dtype == DType::I4 && v & 0x08 != 0 {
+                            f64::from(i16::from(v) - 16)
+                        } else {
+                            f64::from(v)
+                        }
+                    })
+                    .collect()
+            }
+            DType::F8E4M3FN => d.iter().map(|&b| f8(b, 3, 7, F8::Fn)).collect(),
+            DType::F8E4M3FNUZ => d.iter().map(|&b| f8(b, 3, 8, F8::Fnuz)).collect(),
+            DType::F8E5M2 => d.iter().map(|&b| f8(b, 2, 15, F8::Ieee)).collect(),
+            DType::F8E5M2FNUZ => d.iter().map(|&b| f8(b, 2, 16, F8::Fnuz)).collect(),
             _ => return None,
         };
         Some(v)
     }
+}
+
+/// How an 8-bit float encodes its special values.
+#[derive(Clone, Copy)]
+enum F8 {
+    /// IEEE-style: the all-ones exponent holds infinities and NaNs (E5M2).
+    Ieee,
+    /// No infinities; NaN is all ones in exponent and mantissa (E4M3FN).
+    Fn,
+    /// No infinities, no negative zero; NaN is `0x80` (the FNUZ types).
+    Fnuz,
+}
+
+/// Decodes an 8-bit float with `mbits` mantissa bits and exponent `bias`.
+fn f8(b: u8, mbits: u32, bias: i32, kind: F8) -> f64 {
+    let emax = (1u32 << (7 - mbits)) - 1;
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = (u32::from(b) >> mbits) & emax;
+    let m = u32::from(b) & ((1 << mbits) - 1);
+    match kind {
+        F8::Fnuz if b == 0x80 => return f64::NAN,
+        F8::Fn if e == emax && m == (1 << mbits) - 1 => return f64::NAN,
+        F8::Ieee if e == emax => return if m == 0 { sign * f64::INFINITY } else { f64::NAN },
+        _ => {}
+    }
+    let frac = f64::from(m) / f64::from(1u32 << mbits);
+    #[allow(clippy::cast_possible_wrap, reason = "e < 32")]
+    let v =
+        if e == 0 { frac * 2f64.powi(1 - bias) } else { (1.0 + frac) * 2f64.powi(e as i32 - bias) };
+    sign * v
 }
 
 fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
@@ -136,5 +187,29 @@ mod tests {
             HostTensor::new(DType::BF16, vec![1], half::bf16::from_f32(3.0).to_le_bytes().to_vec())
                 .unwrap();
         assert_eq!(b.to_f64().unwrap(), vec![3.0]);
+        let i4 = HostTensor::new(DType::I4, vec![3], vec![0x9f, 0x07]).unwrap();
+        assert_eq!(i4.to_f64().unwrap(), vec![-1.0, -7.0, 7.0]);
+        let u4 = HostTensor::new(DType::U4, vec![2], vec![0x9f]).unwrap();
+        assert_eq!(u4.to_f64().unwrap(), vec![15.0, 9.0]);
+        let flag = HostTensor::new(DType::Bool, vec![2], vec![0, 2]).unwrap();
+        assert_eq!(flag.to_f64().unwrap(), vec![0.0, 1.0]);
+    }
+
+    /// Reference values: `ml_dtypes` (`np.array([...], dtype=ml_dtypes.float8_*)`), the
+    /// largest finite value of each type, its smallest subnormal, and the special patterns.
+    #[test]
+    fn f8_decoding() {
+        let one = |dtype: DType, b: u8| {
+            HostTensor::new(dtype, vec![], vec![b]).unwrap().to_f64().unwrap()[0]
+        };
+        assert_eq!(one(DType::F8E4M3FN, 0x7e), 448.0);
+        assert!(one(DType::F8E4M3FN, 0x7f).is_nan());
+        assert_eq!(one(DType::F8E4M3FN, 0x01), 2f64.powi(-9));
+        assert_eq!(one(DType::F8E5M2, 0x7b), 57344.0);
+        assert_eq!(one(DType::F8E5M2, 0xfc), f64::NEG_INFINITY);
+        assert!(one(DType::F8E4M3FNUZ, 0x80).is_nan());
+        assert_eq!(one(DType::F8E4M3FNUZ, 0x7f), 240.0);
+        assert_eq!(one(DType::F8E5M2FNUZ, 0x7f), 57344.0);
+        assert_eq!(one(DType::F8E5M2FNUZ, 0x00), 0.0);
     }
 }

@@ -130,6 +130,21 @@ impl Weight {
         }
     }
 
+    /// The weight as a dense host tensor (its bytes read or copied out of the mapping).
+    ///
+    /// # Errors
+    /// As [`Weight::bytes`]; [`ModelError::ByteLength`] when the stored bytes do not match the
+    /// dtype and shape.
+    pub fn to_host(&self) -> Result<crate::HostTensor, ModelError> {
+        let bytes = self.bytes()?.into_owned();
+        crate::HostTensor::new(self.dtype, self.shape.clone(), bytes).map_err(|e| match e {
+            ModelError::ByteLength { dtype, shape, expected, got, .. } => {
+                ModelError::ByteLength { name: self.name.clone(), dtype, shape, expected, got }
+            }
+            e => e,
+        })
+    }
+
     fn read_file(&self, path: &Path, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, ModelError> {
         let io = |source| ModelError::Io {
             name: self.name.clone(),
@@ -241,6 +256,20 @@ mod tests {
         assert_eq!(w.nbytes(), 16);
         let a = Weight { data: WeightData::Absent { len: None }, ..w };
         assert!(matches!(a.bytes(), Err(ModelError::NoData { .. })));
+    }
+
+    #[test]
+    fn to_host_names_the_weight() {
+        let w = Weight {
+            name: "w".into(),
+            dtype: DType::F32,
+            shape: vec![2],
+            data: WeightData::Splat(Arc::from(&1.5f32.to_le_bytes()[..])),
+        };
+        assert_eq!(w.to_host().unwrap().to_f64().unwrap(), vec![1.5, 1.5]);
+        let short = Weight { data: WeightData::Inline(Arc::from(&[0u8; 4][..])), ..w };
+        let e = short.to_host().unwrap_err().to_string();
+        assert!(e.starts_with("tensor `w`: 4 bytes"), "{e}");
     }
 
     #[test]

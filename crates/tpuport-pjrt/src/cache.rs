@@ -180,25 +180,15 @@ fn read_entry(path: &Path) -> Option<Vec<u8>> {
     (Sha256::digest(payload).as_slice() == sum).then(|| payload.to_vec())
 }
 
-/// Writes an entry atomically: temporary file in the same directory, fsync, rename.
+/// Writes an entry atomically ([`tpuport_model::fs::write_atomic`]).
 fn write_entry(dir: &Path, path: &Path, payload: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| PjrtError::io(dir, e))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(".tmp-{}-{nanos}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+    tpuport_model::fs::write_atomic(path, |f| {
         f.write_all(MAGIC)?;
         f.write_all(&Sha256::digest(payload))?;
-        f.write_all(payload)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        PjrtError::io(path, e)
+        f.write_all(payload)
     })
+    .map_err(|e| PjrtError::io(path, e))
 }
 
 #[cfg(test)]

@@ -327,6 +327,17 @@ impl LoadedExecutable {
         Ok(out.pop().unwrap_or_default())
     }
 
+    /// [`LoadedExecutable::execute`] over owned per-device lists (`[device][argument]`, as
+    /// [`crate::upload`] returns them).
+    ///
+    /// # Errors
+    /// As [`LoadedExecutable::execute`].
+    pub fn execute_lists(&self, args: &[Vec<Buffer>]) -> Result<Vec<Vec<Buffer>>> {
+        let lists: Vec<Vec<&Buffer>> = args.iter().map(|l| l.iter().collect()).collect();
+        let refs: Vec<&[&Buffer]> = lists.iter().map(Vec::as_slice).collect();
+        self.execute(&refs)
+    }
+
     /// Runs on every device of the executable. `args[d][i]` is argument `i` on device `d`
     /// (device order as [`LoadedExecutable::devices`]); returns `outputs[d][j]`. Waits for
     /// every device to finish and reports the first device error.

@@ -32,10 +32,13 @@ mod env;
 mod error;
 mod event;
 mod executable;
+mod keep;
 mod named_value;
 mod options;
 mod plugin;
 mod program;
+mod runtime;
+mod sharding;
 mod sys;
 mod util;
 
@@ -54,6 +57,7 @@ pub use discover::{
 pub use env::EnvVars;
 pub use error::{ErrorCode, PjrtError, Result};
 pub use executable::{CompiledMemoryStats, Executable, LoadedExecutable, OutputInfo};
+pub use keep::KeepAlive;
 pub use named_value::{NamedValue, Value, find as find_value};
 pub use options::{
     ClientOptions, CompileOptions, CompileOptionsProto, ComputationDevice, DeviceAssignmentProto,
@@ -61,6 +65,8 @@ pub use options::{
 };
 pub use plugin::{Plugin, PluginInfo, StablehloVersion, load};
 pub use program::Program;
+pub use runtime::Runtime;
+pub use sharding::{Layout, Mesh, download, parse_meshes, upload};
 
 /// PJRT API version (`major`, `minor`) of the header tpuport's declarations follow.
 pub const HEADER_API_VERSION: (i32, i32) = (sys::PJRT_API_MAJOR, sys::PJRT_API_MINOR);

@@ -12,20 +12,27 @@
 //! - [`sarif`]: the SARIF 2.1.0 object model.
 //!
 //! One module per verb renders that verb's report: [`audit`], [`inspect`], [`catalog`],
-//! [`doctor`], [`check`]. The HTML report of `tpuport migrate` (inline SVG charts) will be a
-//! `html` module built on the same data.
+//! [`doctor`], [`check`], [`validate`], [`bench`], [`run`], [`conformance`], [`lower`] (the
+//! last five over the report types of `tpuport-validate` and `tpuport-formats`). The HTML
+//! report of `tpuport migrate` (inline SVG charts) will be a `html` module built on the same
+//! data.
 
 pub mod audit;
+pub mod bench;
 pub mod catalog;
 pub mod check;
+pub mod conformance;
 pub mod doctor;
 mod error;
 pub mod human;
 pub mod inspect;
 pub mod json;
+pub mod lower;
+pub mod run;
 pub mod sarif;
 pub mod style;
 mod table;
+pub mod validate;
 
 pub use error::ReportError;
 pub use style::{Paint, Style};

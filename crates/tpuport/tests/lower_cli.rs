@@ -35,6 +35,21 @@ onnx.save(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 17)]), r"
     run_python(&code);
 }
 
+/// `got` is `relu(x @ W + b)` of the `mlp.onnx` that `make_models` writes, for `rows` rows.
+fn expect_mlp(x: &[f32], got: &[f64], rows: usize) {
+    assert_eq!(got.len(), rows * 8);
+    for r in 0..rows {
+        for c in 0..8 {
+            let s: f64 = (0..16)
+                .map(|k| f64::from(x[r * 16 + k]) * ((k * 8 + c) as f64 / 100.0 - 0.5))
+                .sum();
+            let bias = -0.4 + 0.1 * c as f64;
+            let want = (s + bias).max(0.0);
+            assert!((got[r * 8 + c] - want).abs() < 1e-4, "[{r},{c}] {} vs {want}", got[r * 8 + c]);
+        }
+    }
+}
+
 #[test]
 fn lower_writes_buckets_manifest_and_weights_that_run() {
     let t = tempfile::tempdir().unwrap();
@@ -93,17 +108,7 @@ fn lower_writes_buckets_manifest_and_weights_that_run() {
     let refs: Vec<_> = bufs.iter().collect();
     let y = exe.execute_one(&refs).unwrap()[0].to_host().unwrap();
     assert_eq!((y.dtype, y.shape.clone()), (DType::F32, vec![3, 8]));
-    let got = y.to_f64().unwrap();
-    for r in 0..3 {
-        for c in 0..8 {
-            let s: f64 = (0..16)
-                .map(|k| f64::from(x[r * 16 + k]) * ((k * 8 + c) as f64 / 100.0 - 0.5))
-                .sum();
-            let bias = -0.4 + 0.1 * c as f64;
-            let want = (s + bias).max(0.0);
-            assert!((got[r * 8 + c] - want).abs() < 1e-4, "[{r},{c}] {} vs {want}", got[r * 8 + c]);
-        }
-    }
+    expect_mlp(&x, &y.to_f64().unwrap(), 3);
 
     // Lowering again over its own output replaces it.
     let again =
@@ -148,4 +153,72 @@ fn lower_rejects_unsupported_ops_unbound_shapes_and_foreign_dirs() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("refusing to overwrite"), "{}", o.stderr);
     assert_eq!(std::fs::read_to_string(foreign.join("keep.txt")).unwrap(), "mine");
+}
+
+/// `run` and `bench` take the lower folder: the manifest picks the bucket (by the inputs'
+/// shapes for `run`; every bucket, or one module's, for `bench`) and the weight arguments come
+/// from `weights.safetensors`; a manifest pointing outside its folder is refused.
+#[test]
+fn run_and_bench_read_the_lower_folder_through_its_manifest() {
+    let t = tempfile::tempdir().unwrap();
+    make_models(t.path());
+    let out = t.path().join("out");
+    let (model, o) = (t.path().join("mlp.onnx"), out.to_str().unwrap());
+    let lowered = tpuport(&["lower", model.to_str().unwrap(), "--batch", "1,3", "-o", o]);
+    assert_eq!(lowered.code, 0, "{}", lowered.stderr);
+    let cache = t.path().join("cache");
+    let runtime = |args: &[&str]| common::output(common::runtime_command(&cache).args(args));
+
+    // run: a batch-3 input selects model_b3.mlir; the result is relu(x @ W + b)
+    let x: Vec<f32> = (0..48).map(|v| v as f32 * 0.05 - 1.0).collect();
+    let x3 = t.path().join("x3.npy");
+    tpuport_formats::npy::write_npy(&x3, &HostTensor::from_f32(vec![3, 16], &x).unwrap()).unwrap();
+    let res = t.path().join("res");
+    let named = format!("x={}", x3.display());
+    let r =
+        runtime(&["--format", "json", "run", o, "--input", &named, "--out", res.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(v["model"].as_str().unwrap().ends_with("model_b3.mlir"), "{v}");
+    let y = tpuport_formats::npy::read_npy(&res.join("out0.npy")).unwrap();
+    assert_eq!(y.shape, [3, 8]);
+    expect_mlp(&x, &y.to_f64().unwrap(), 3);
+    // a batch no bucket has: exit 2 naming the input and the first bucket's shape
+    let x5 = t.path().join("x5.npy");
+    tpuport_formats::npy::write_npy(&x5, &HostTensor::from_f32(vec![5, 16], &[0.0; 80]).unwrap())
+        .unwrap();
+    let r = runtime(&["run", o, "--input", x5.to_str().unwrap(), "--out", res.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("expected f32[1,16], got f32[5, 16]"), "{}", r.stderr);
+
+    // bench: the folder is every bucket; one module is its bucket; --batch-sweep all again
+    let bench = |args: &[&str]| {
+        let mut all = vec!["--format", "json", "bench", "--iters", "3", "--warmup", "0"];
+        all.extend_from_slice(args);
+        let r = runtime(&all);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        v["results"].as_array().unwrap().clone()
+    };
+    let rows = bench(&[o]);
+    let batches: Vec<u64> = rows.iter().map(|r| r["batch"].as_u64().unwrap()).collect();
+    assert_eq!(batches, [1, 3]);
+    // W (16x8 f32) is a module argument fed from the weights file
+    assert!(rows[1]["compiled_memory"]["argument"].as_i64().unwrap() >= 4 * (3 * 16 + 16 * 8));
+    let b3 = out.join("model_b3.mlir");
+    assert_eq!(bench(&[b3.to_str().unwrap()]).len(), 1);
+    assert_eq!(bench(&[b3.to_str().unwrap(), "--batch-sweep"]).len(), 2);
+
+    // a manifest that points outside its folder
+    let m = out.join("manifest.json");
+    let text = std::fs::read_to_string(&m).unwrap().replace("\"model_b1.mlir\"", "\"../x.mlir\"");
+    std::fs::write(&m, text).unwrap();
+    let r = runtime(&["bench", o]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("manifest.json") && r.stderr.contains("\"../x.mlir\""),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
 }

@@ -17,7 +17,7 @@ mod header;
 mod npz;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use tpuport_model::{DType, HostTensor, Model, ModelFormat, Weight, WeightData};
@@ -201,32 +201,10 @@ pub fn write_npy(path: &Path, t: &HostTensor) -> Result<(), FormatError> {
     write_atomic(path, |f| f.write_all(&bytes))
 }
 
-/// Writes through `fill` into a temporary sibling of `path`, then renames it over `path`.
+/// Writes through `fill` with [`tpuport_model::fs::write_atomic`].
 pub(crate) fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<(), FormatError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let base = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let mut attempt = 0u32;
-    let (tmp, mut f) = loop {
-        let tmp = dir.join(format!(".{base}.tmp-{}-{attempt}", std::process::id()));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
-                attempt += 1
-            }
-            Err(e) => return Err(FormatError::io(path, e)),
-        }
-    };
-    let r = fill(&mut f).and_then(|()| f.sync_all());
-    drop(f);
-    if let Err(e) = r.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(FormatError::io(path, e));
-    }
-    Ok(())
+    tpuport_model::fs::write_atomic(path, fill).map_err(|e| FormatError::io(path, e))
 }

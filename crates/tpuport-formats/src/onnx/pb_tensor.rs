@@ -45,8 +45,7 @@ pub fn read_tensor_pb(path: &Path, limits: &Limits) -> Result<HostTensor, Format
     if w.dtype == DType::String {
         return Err(FormatError::unsupported(path, "string tensors have no host form"));
     }
-    let data = w.bytes().map_err(|e| FormatError::invalid(path, e.to_string()))?.into_owned();
-    HostTensor::new(w.dtype, w.shape, data).map_err(|e| FormatError::invalid(path, e.to_string()))
+    w.to_host().map_err(|e| FormatError::invalid(path, e.to_string()))
 }
 
 #[cfg(test)]

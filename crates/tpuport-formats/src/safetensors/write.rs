@@ -1,6 +1,6 @@
 //! safetensors writer: an 8-byte little-endian header length, a JSON header (padded with
-//! spaces to a multiple of 8), then the tensors' bytes back to back. Written to a temporary
-//! sibling file and renamed into place.
+//! spaces to a multiple of 8), then the tensors' bytes back to back. Written atomically
+//! ([`tpuport_model::fs::write_atomic`]).
 
 use std::borrow::Cow;
 use std::io::{BufWriter, Write};
@@ -78,24 +78,16 @@ pub fn write_safetensors(
     while json.len() % 8 != 0 {
         json.push(b' ');
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let io = |e| FormatError::io(path, e);
-    let write = || -> std::io::Result<()> {
-        let f = std::fs::File::create(&tmp)?;
+    tpuport_model::fs::write_atomic(path, |f| {
         let mut w = BufWriter::with_capacity(1 << 20, f);
         w.write_all(&(json.len() as u64).to_le_bytes())?;
         w.write_all(&json)?;
         for t in tensors {
             w.write_all(&t.data)?;
         }
-        let f = w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
+        w.flush()
     })
+    .map_err(|e| FormatError::io(path, e))
 }
 
 #[cfg(test)]

@@ -133,15 +133,20 @@ impl<'m> Cx<'m> {
             return Ok(h);
         }
         // A graph input whose value the caller bound for lowering (shape operands).
-        if let Some(id) = node.inputs.get(i).copied().flatten()
+        let id = node.inputs.get(i).copied().flatten();
+        if let Some(id) = id
             && let Some(h) = self.known.get(&self.g().value(id).name)
         {
             return Ok(h.clone());
         }
-        Err(self.unsup(
-            node,
-            format!("{what} (input {i}) must be known at lowering time (a constant or a bound input value)"),
-        ))
+        Err(LowerError::NeedsHostValue {
+            node: node_label(self.g(), node),
+            op: node.qualified_op(),
+            opset: self.opset,
+            what: what.to_owned(),
+            operand: i,
+            value: id.map_or_else(String::new, |id| self.g().value(id).name.clone()),
+        })
     }
 
     pub(crate) fn all_host(&self, node: &Node) -> bool {
@@ -263,9 +268,7 @@ impl<'m> Cx<'m> {
     /// Registers a weight under `name`: small ones become host values.
     pub(crate) fn bind_weight(&mut self, name: &str, id: WeightId) -> Result<(), LowerError> {
         let w = self.model.weights.get(id);
-        let n = w.elements();
-        let small = n <= 64 || (!w.dtype.is_float() && n <= HOST_MAX);
-        if small {
+        if host_sized(w.dtype, w.elements()) {
             let bytes =
                 w.bytes().map_err(|e| LowerError::Invalid(format!("weight `{}`: {e}", w.name)))?;
             if let Some(h) = HostVal::from_bytes(w.dtype, w.shape.clone(), &bytes) {
@@ -354,6 +357,12 @@ pub(crate) fn node_label(g: &Graph, node: &Node) -> String {
     )
 }
 
+/// Whether a known tensor is small enough to be folded on the host: up to 64 elements, or up
+/// to [`HOST_MAX`] of an integer or boolean type (shapes, indices, masks).
+fn host_sized(dtype: DType, elements: u64) -> bool {
+    elements <= 64 || (!dtype.is_float() && elements <= HOST_MAX)
+}
+
 /// The lowering entry point behind [`super::lower`].
 pub(crate) fn lower(
     model: &Model,
@@ -369,6 +378,7 @@ pub(crate) fn lower(
             cx.known.insert(name.clone(), h);
         }
     }
+    let mut folded = Vec::new();
     let g = &model.graph;
     // Graph inputs first, in order.
     let mut pre = String::new();
@@ -390,9 +400,18 @@ pub(crate) fn lower(
             ty.clone(),
             ArgBinding { source: ArgSource::Input(v.name.clone()), dtype, shape },
         ));
+        // A bound value small enough to fold (as a small weight would be) is a host value
+        // from here on; the argument stays in the signature.
+        if let Some(h) = cx.known.get(&v.name).filter(|h| host_sized(h.dt, h.len() as u64)) {
+            folded.push((v.name.clone(), h.clone()));
+            continue;
+        }
         let t = T { name: arg, ty };
         let t = if cx.cdt(dtype) != dtype { cx.e.convert(&t, cx.cdt(dtype)) } else { t };
         cx.vals.insert(v.name.clone(), Src::Ssa(t));
+    }
+    for (name, h) in folded {
+        cx.vals.insert(name, Src::Host(h));
     }
     let _ = &mut pre;
     cx.lower_graph(g)?;

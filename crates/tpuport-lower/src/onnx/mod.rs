@@ -5,7 +5,7 @@
 //! one StableHLO module as text plus the binding of every module argument and result.
 
 use serde::Serialize;
-use tpuport_model::{DType, Model};
+use tpuport_model::Model;
 
 use crate::LowerError;
 
@@ -37,37 +37,7 @@ pub struct LowerOptions {
     pub expose: Vec<String>,
 }
 
-/// Where a module argument's data comes from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", content = "name", rename_all = "lowercase")]
-pub enum ArgSource {
-    /// A graph input the caller provides, by ONNX name.
-    Input(String),
-    /// An initializer (or Constant-held weight) from the model's weight store, by name.
-    Weight(String),
-}
-
-/// One module argument.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ArgBinding {
-    /// Where the data comes from.
-    pub source: ArgSource,
-    /// Element type the module expects (after any `--dtype` cast).
-    pub dtype: DType,
-    /// Static shape.
-    pub shape: Vec<u64>,
-}
-
-/// One module result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ResultBinding {
-    /// ONNX value name (a graph output, or an exposed intermediate).
-    pub name: String,
-    /// Element type.
-    pub dtype: DType,
-    /// Static shape.
-    pub shape: Vec<u64>,
-}
+pub use tpuport_formats::lowered::{ArgBinding, ArgSource, ResultBinding};
 
 /// A lowered module.
 #[derive(Clone, Debug)]
@@ -89,13 +59,17 @@ pub fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     cx::lower(model, opts, &[])
 }
 
-/// Like [`lower`], with the values of some graph inputs known at lowering time. They are used
-/// only where an op needs a static operand (Reshape's shape, Slice's starts, reduction axes,
-/// Pad's pads, ...); the inputs stay module arguments. This is how a static compiler handles
-/// models (like the ONNX node tests) that feed such operands from graph inputs.
+/// Like [`lower`], with the values of some graph inputs known at lowering time: the module is
+/// specialised to them. A small value (up to 64 elements, or an integer or boolean tensor up
+/// to the host-evaluation limit) is folded like a small weight, so shape computations on it run
+/// at lowering time; a larger one is used only where an op needs a static operand (Reshape's
+/// shape, Slice's starts, reduction axes, Pad's pads, ...). Every input stays a module
+/// argument, so the signature is the same as [`lower`]'s. This is how a static compiler
+/// handles models (like the ONNX node tests) that feed such operands from graph inputs: lower,
+/// and on [`LowerError::NeedsHostValue`] bind the graph input it names and lower again.
 ///
 /// # Errors
-/// As [`lower`]; [`LowerError::Invalid`] for a bound value of an unsupported dtype.
+/// As [`lower`]; values of types without a host form are ignored.
 pub fn lower_with_values(
     model: &Model,
     opts: &LowerOptions,

@@ -10,18 +10,15 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use serde::Serialize;
 use tpuport_formats::ImportOptions;
+use tpuport_formats::lowered::{Bucket, MANIFEST, Manifest, SCHEMA};
 use tpuport_formats::safetensors::{TensorOut, write_safetensors};
-use tpuport_lower::onnx::{ArgBinding, ArgSource, ComputeType, LowerOptions, ResultBinding, lower};
+use tpuport_lower::onnx::{ArgSource, ComputeType, LowerOptions, lower};
 use tpuport_model::{DType, ModelFormat, Shape};
 
-use crate::cli::{Format, GlobalArgs};
+use crate::cli::GlobalArgs;
 use crate::commands::Status;
 use crate::printer::Printer;
-
-/// Manifest schema tag.
-pub(crate) const SCHEMA: &str = "tpuport.lower/1";
 
 /// Compute dtype of the lowered modules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,27 +59,6 @@ pub(crate) struct LowerArgs {
     pub(crate) out: PathBuf,
 }
 
-#[derive(Debug, Serialize)]
-struct Bucket {
-    batch: Option<u64>,
-    module: String,
-    args: Vec<ArgBinding>,
-    results: Vec<ResultBinding>,
-    lower_ms: f64,
-}
-
-#[derive(Debug, Serialize)]
-struct Manifest {
-    schema: &'static str,
-    source: String,
-    dtype: &'static str,
-    weights_as_constants: bool,
-    weights_file: Option<String>,
-    ops: BTreeMap<String, usize>,
-    buckets: Vec<Bucket>,
-    total_ms: f64,
-}
-
 pub(crate) fn run(a: &LowerArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let t0 = Instant::now();
     check_out_dir(&a.out)?;
@@ -120,7 +96,9 @@ pub(crate) fn run(a: &LowerArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     }
     std::fs::rename(&tmp, &a.out)
         .with_context(|| format!("moving the output into {}", a.out.display()))?;
-    render(&manifest, a, g, p)?;
+    super::emit_report(p, g.format, &manifest, || {
+        tpuport_report::lower::render(&manifest, &a.out)
+    })?;
     Ok(Status::Success)
 }
 
@@ -139,14 +117,7 @@ fn check_out_dir(out: &Path) -> anyhow::Result<()> {
     if empty {
         return Ok(());
     }
-    let ours = std::fs::read_to_string(out.join("manifest.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        .is_some_and(|v| {
-            v.get("schema")
-                .and_then(|s| s.as_str())
-                .is_some_and(|s| s.starts_with("tpuport.lower/"))
-        });
+    let ours = Manifest::is_in(out);
     if !ours {
         bail!(
             "{}: directory is not empty and holds no tpuport lower manifest; refusing to overwrite it",
@@ -221,7 +192,15 @@ fn write_all(
             let data = if *dt == w.dtype {
                 bytes
             } else if w.dtype == DType::F32 && *dt == DType::BF16 {
-                Cow::Owned(f32_to_bf16(&bytes))
+                Cow::Owned(
+                    bytes
+                        .chunks_exact(4)
+                        .flat_map(|c| {
+                            let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                            half::bf16::from_f32(x).to_le_bytes()
+                        })
+                        .collect(),
+                )
             } else {
                 bail!("weight `{name}`: no conversion from {} to {dt}", w.dtype);
             };
@@ -235,71 +214,15 @@ fn write_all(
         weights_file = Some("weights.safetensors".to_owned());
     }
     let m = Manifest {
-        schema: SCHEMA,
+        schema: SCHEMA.to_owned(),
         source: a.model.display().to_string(),
-        dtype: if a.dtype == LowerDtype::Bf16 { "bf16" } else { "f32" },
+        dtype: if a.dtype == LowerDtype::Bf16 { "bf16" } else { "f32" }.to_owned(),
         weights_as_constants: a.weights_as_constants,
         weights_file,
         ops,
         buckets: out,
         total_ms: t0.elapsed().as_secs_f64() * 1e3,
     };
-    std::fs::write(dir.join("manifest.json"), serde_json::to_string_pretty(&m)? + "\n")
-        .context("writing manifest.json")?;
+    std::fs::write(dir.join(MANIFEST), m.to_json()?).context("writing manifest.json")?;
     Ok(m)
-}
-
-fn f32_to_bf16(b: &[u8]) -> Vec<u8> {
-    b.chunks_exact(4)
-        .flat_map(|c| {
-            let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            let bits = x.to_bits();
-            let r = if x.is_nan() {
-                ((bits >> 16) as u16) | 0x40
-            } else {
-                (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16
-            };
-            r.to_le_bytes()
-        })
-        .collect()
-}
-
-fn render(m: &Manifest, a: &LowerArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<()> {
-    if g.format == Format::Json {
-        p.data(&format!("{}\n", serde_json::to_string_pretty(m)?));
-        return Ok(());
-    }
-    let n_ops: usize = m.ops.values().sum();
-    let mut s = format!(
-        "lowered {} ({} nodes, {} op types) to {} in {:.0} ms\n",
-        m.source,
-        n_ops,
-        m.ops.len(),
-        a.out.display(),
-        m.total_ms
-    );
-    for b in &m.buckets {
-        let w = b.args.iter().filter(|a| matches!(a.source, ArgSource::Weight(_))).count();
-        s.push_str(&format!(
-            "  {:<18} {} inputs, {} weights, {} results, lowered in {:.0} ms\n",
-            b.module,
-            b.args.len() - w,
-            w,
-            b.results.len(),
-            b.lower_ms
-        ));
-    }
-    let mut top: Vec<_> = m.ops.iter().collect();
-    top.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
-    let list: Vec<String> = top.iter().take(12).map(|(k, v)| format!("{k} {v}")).collect();
-    s.push_str(&format!(
-        "  ops: {}{}\n",
-        list.join(", "),
-        if top.len() > 12 { ", ..." } else { "" }
-    ));
-    if let Some(w) = &m.weights_file {
-        s.push_str(&format!("  weights: {}\n", a.out.join(w).display()));
-    }
-    p.data(&s);
-    Ok(())
 }

@@ -1,0 +1,398 @@
+//! What runs: a StableHLO [`Module`] with its signature and shardings (read through the
+//! StableHLO importer), or a bucket of a `tpuport lower` folder ([`Target`]) whose weight
+//! arguments come from the folder's weights file; and the [`RuntimeOptions`] that open a
+//! PJRT client for it.
+
+use std::path::{Path, PathBuf};
+
+use tpuport_formats::lowered::{self, Artifact, Bucket};
+use tpuport_formats::tensors::{Entry, Role, Slot};
+use tpuport_model::{Attr, DType, HostTensor, WeightStore};
+use tpuport_pjrt::{CompileOptions, Layout, Program, Runtime};
+
+use crate::Observer;
+use crate::error::{Context as _, Result, invalid, io};
+
+/// One argument or result of `@main`.
+#[derive(Clone, Debug)]
+pub struct Param {
+    /// Name (`arg0`, or the name the module gives).
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// `None` for dimensions that are not static.
+    pub dims: Vec<Option<u64>>,
+    /// `None`: no sharding annotation.
+    pub layout: Option<Layout>,
+}
+
+impl Param {
+    /// `f32[784,512]` (`?` for dynamic dimensions).
+    #[must_use]
+    pub fn type_string(&self) -> String {
+        let d: Vec<String> =
+            self.dims.iter().map(|d| d.map_or_else(|| "?".into(), |v| v.to_string())).collect();
+        format!("{}[{}]", self.dtype, d.join(","))
+    }
+
+    /// The binder's view.
+    #[must_use]
+    pub fn slot(&self) -> Slot {
+        Slot { name: self.name.clone(), dtype: self.dtype, dims: self.dims.clone() }
+    }
+}
+
+/// A module to run.
+#[derive(Clone, Debug)]
+pub struct Module {
+    /// The file (or a label for a module built in memory).
+    pub path: PathBuf,
+    /// The code.
+    pub program: Program,
+    /// `None` when the importer could not read a signature (bytecode is read header-only).
+    pub args: Option<Vec<Param>>,
+    /// Results, as `args`.
+    pub results: Option<Vec<Param>>,
+    /// `mhlo.num_partitions`.
+    pub partitions: u32,
+    /// Whether the module declares Shardy meshes.
+    pub shardy: bool,
+    /// StableHLO version the module targets, when it says.
+    pub stablehlo_version: Option<String>,
+}
+
+impl Module {
+    /// Reads the module and, through the StableHLO importer, its signature. A module whose
+    /// signature cannot be read still runs (the plugin checks its inputs); the observer is
+    /// told why.
+    ///
+    /// # Errors
+    /// When the file cannot be read.
+    pub fn load(path: &Path, obs: &dyn Observer) -> Result<Module> {
+        let bytes =
+            std::fs::read(path).map_err(|e| io(format!("reading {}", path.display()), e))?;
+        let mut m = Module::new(path, Program::mlir(bytes));
+        match tpuport_formats::open(path, &tpuport_formats::ImportOptions::default()) {
+            Ok(model) => m.read_model(&model),
+            Err(e) => obs.warn(&format!(
+                "no signature for {}: {e}; inputs are checked by the plugin only",
+                path.display()
+            )),
+        }
+        Ok(m)
+    }
+
+    /// A module built in memory (a rewritten or lowered one), without a signature.
+    #[must_use]
+    pub fn new(path: &Path, program: Program) -> Module {
+        Module {
+            path: path.to_owned(),
+            program,
+            args: None,
+            results: None,
+            partitions: 1,
+            shardy: false,
+            stablehlo_version: None,
+        }
+    }
+
+    fn read_model(&mut self, model: &tpuport_model::Model) {
+        self.stablehlo_version.clone_from(&model.metadata.stablehlo_version);
+        self.partitions = partitions(model);
+        let mesh_text: Vec<&str> = model
+            .metadata
+            .properties
+            .iter()
+            .filter(|(k, v)| k == "mlir.module_op" && v.contains("sdy.mesh"))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let meshes = tpuport_pjrt::parse_meshes(&mesh_text);
+        self.shardy = !meshes.is_empty();
+        let g = &model.graph;
+        if g.inputs.is_empty() && g.outputs.is_empty() && g.nodes.is_empty() {
+            return; // header-only read (bytecode)
+        }
+        let n = self.partitions;
+        let param = |i: usize, id: tpuport_model::ValueId, is_arg: bool| {
+            let v = g.value(id);
+            let attr = |name: &str| {
+                if is_arg {
+                    tpuport_formats::stablehlo::arg_attr(g, i, name)
+                } else {
+                    tpuport_formats::stablehlo::result_attr(g, i, name)
+                }
+            };
+            let text = |a: &Attr| match a {
+                Attr::Str(s) | Attr::Text(s) => Some(s.clone()),
+                _ => None,
+            };
+            let layout = attr("sdy.sharding")
+                .and_then(text)
+                .and_then(|s| Layout::from_shardy(&s, &meshes))
+                .or_else(|| {
+                    attr("mhlo.sharding").and_then(text).and_then(|s| Layout::from_gspmd(&s, n))
+                });
+            Some(Param {
+                name: v.name.trim_start_matches('%').to_owned(),
+                dtype: v.ty.dtype?,
+                dims: v.ty.shape.as_ref()?.0.iter().map(tpuport_model::Dim::known).collect(),
+                layout,
+            })
+        };
+        self.args = g.inputs.iter().enumerate().map(|(i, &id)| param(i, id, true)).collect();
+        self.results = g.outputs.iter().enumerate().map(|(i, &id)| param(i, id, false)).collect();
+    }
+
+    /// Compile options: SPMD over the partitions when there are several.
+    #[must_use]
+    pub fn compile_options(&self) -> CompileOptions {
+        if self.partitions > 1 {
+            // The Shardy flag also handles GSPMD modules (the plugin falls back to GSPMD).
+            CompileOptions::spmd(self.partitions, true)
+        } else {
+            CompileOptions::default()
+        }
+    }
+
+    /// Argument shardings by position.
+    #[must_use]
+    pub fn arg_layouts(&self) -> Vec<Option<Layout>> {
+        self.args.iter().flatten().map(|p| p.layout.clone()).collect()
+    }
+
+    /// Result shardings by position.
+    #[must_use]
+    pub fn result_layouts(&self) -> Vec<Option<Layout>> {
+        self.results.iter().flatten().map(|p| p.layout.clone()).collect()
+    }
+
+    /// Opens a client with enough devices for the module's partitions; warns through `obs`
+    /// when the module targets a newer StableHLO than the plugin.
+    ///
+    /// # Errors
+    /// Fewer `--devices` than partitions, or the runtime's error.
+    pub fn open_runtime(&self, opts: &RuntimeOptions, obs: &dyn Observer) -> Result<Runtime> {
+        let need = self.partitions.max(1);
+        let devices = opts.devices.unwrap_or(need);
+        if devices < need {
+            return Err(invalid(format!(
+                "{} has {need} partitions but --devices is {devices}",
+                self.path.display()
+            )));
+        }
+        let rt = Runtime::open(opts.plugin.as_deref(), devices, !opts.no_cache)?;
+        obs.info(&format!("plugin: {} ({})", rt.found.path.display(), rt.found.source));
+        if let Some(v) = &self.stablehlo_version
+            && let Some(cur) = rt.stablehlo_newer_than_plugin(v)
+        {
+            obs.warn(&format!(
+                "{} targets StableHLO {v}, newer than the plugin's {cur}; compilation may fail",
+                self.path.display()
+            ));
+        }
+        Ok(rt)
+    }
+}
+
+/// `mhlo.num_partitions` of a StableHLO model (1 when absent).
+#[must_use]
+pub fn partitions(model: &tpuport_model::Model) -> u32 {
+    model
+        .metadata
+        .properties
+        .iter()
+        .find(|(k, _)| k == "mhlo.num_partitions")
+        .and_then(|(_, v)| v.split(':').next()?.trim().parse::<u32>().ok())
+        .unwrap_or(1)
+}
+
+/// How to open the runtime.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOptions {
+    /// PJRT plugin library (default: discovery).
+    pub plugin: Option<PathBuf>,
+    /// Devices for the CPU plugin's client (default: the module's partition count).
+    pub devices: Option<u32>,
+    /// Compile every time instead of using the executable cache.
+    pub no_cache: bool,
+}
+
+/// A module and where its arguments come from: the caller for a plain module; the caller for
+/// the graph inputs and the folder's weights file for a bucket of a `tpuport lower` folder.
+#[derive(Debug)]
+pub struct Target {
+    /// The module.
+    pub module: Module,
+    /// The bucket's batch size (`None` for a plain module; see [`Target::batch`]).
+    bucket_batch: Option<u64>,
+    lowered: Option<(Bucket, WeightStore)>,
+}
+
+impl Target {
+    /// A plain module file.
+    ///
+    /// # Errors
+    /// As [`Module::load`].
+    pub fn module(path: &Path, obs: &dyn Observer) -> Result<Target> {
+        Ok(Target { module: Module::load(path, obs)?, bucket_batch: None, lowered: None })
+    }
+
+    /// One bucket of a lowered folder, with its weights.
+    ///
+    /// # Errors
+    /// The module or the weights file cannot be read.
+    pub fn bucket(art: &Artifact, bucket: &Bucket, obs: &dyn Observer) -> Result<Target> {
+        let module = Module::load(&art.module_path(bucket), obs)?;
+        let weights = art.weights(&tpuport_formats::Limits::default())?;
+        Ok(Target { module, bucket_batch: bucket.batch, lowered: Some((bucket.clone(), weights)) })
+    }
+
+    /// Every target `path` names: a lowered folder (or its manifest) gives all its buckets; a
+    /// module of a lowered folder gives its bucket, or all of them with `sweep`; a plain module
+    /// gives itself, or with `sweep` the sibling files that differ only in the number after a
+    /// `b` (`mlp_b1/jit.mlir` → `mlp_b8/jit.mlir`, ...).
+    ///
+    /// # Errors
+    /// An invalid manifest, a module the manifest does not list, or one that cannot be read.
+    pub fn resolve(path: &Path, sweep: bool, obs: &dyn Observer) -> Result<Vec<Target>> {
+        let whole = path.is_dir() || path.file_name().is_some_and(|n| n == lowered::MANIFEST);
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !whole && !lowered::Manifest::is_in(parent) {
+            let paths = if sweep { sweep_siblings(path) } else { vec![path.to_owned()] };
+            return paths.iter().map(|p| Target::module(p, obs)).collect();
+        }
+        let art = Artifact::open(if whole { path } else { parent })?;
+        let buckets: Vec<&Bucket> = if whole || sweep {
+            art.manifest.buckets.iter().collect()
+        } else {
+            vec![art.bucket_of(path).ok_or_else(|| {
+                invalid(format!(
+                    "{}: not a module of the manifest in {}",
+                    path.display(),
+                    parent.display()
+                ))
+            })?]
+        };
+        buckets.into_iter().map(|b| Target::bucket(&art, b, obs)).collect()
+    }
+
+    /// Batch size of a run on `args` (as [`Target::arguments`] returns them): the bucket's,
+    /// else the leading dimension of the last argument.
+    #[must_use]
+    pub fn batch(&self, args: &[(String, HostTensor)]) -> Option<u64> {
+        if self.lowered.is_some() {
+            return self.bucket_batch;
+        }
+        args.last().and_then(|(_, t)| t.shape.first().copied())
+    }
+
+    /// What the caller provides, when known: the graph inputs of a bucket, the module's
+    /// arguments otherwise.
+    #[must_use]
+    pub fn inputs(&self) -> Option<Vec<Slot>> {
+        match &self.lowered {
+            Some((b, _)) => Some(b.inputs()),
+            None => self.module.args.as_ref().map(|a| a.iter().map(Param::slot).collect()),
+        }
+    }
+
+    /// Binds the caller's tensors to [`Target::inputs`] (by `argN` or in order, unchecked, when
+    /// the module has no readable signature) and completes the argument list with the weights; each
+    /// argument comes with a label for messages (its source, or `weight NAME`).
+    ///
+    /// # Errors
+    /// [`tpuport_formats::FormatError::Bind`] (for the set `set`) when the tensors do not fit.
+    pub fn arguments(&self, entries: Vec<Entry>, set: &str) -> Result<Vec<(String, HostTensor)>> {
+        let bind = |p| tpuport_formats::FormatError::bind(set, p);
+        let Some(slots) = self.inputs() else {
+            // no signature (bytecode): `argN` names a position, the rest fill in order
+            let names: Vec<String> = (0..entries.len()).map(|i| format!("arg{i}")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let placed =
+                tpuport_formats::tensors::assign(entries, &names, Role::Inputs).map_err(bind)?;
+            return Ok(placed.slots.into_iter().flatten().map(|e| (e.source, e.tensor)).collect());
+        };
+        let bound = tpuport_formats::tensors::bind_entries(entries, &slots).map_err(bind)?;
+        let Some((b, weights)) = &self.lowered else {
+            return Ok(bound.into_iter().map(|e| (e.source, e.tensor)).collect());
+        };
+        let (labels, tensors): (Vec<String>, Vec<HostTensor>) =
+            bound.into_iter().map(|e| (e.source, e.tensor)).unzip();
+        let args = lowered::arguments(&b.args, tensors, weights).map_err(bind)?;
+        let mut labels = labels.into_iter();
+        Ok(b.args
+            .iter()
+            .zip(args)
+            .map(|(a, t)| match &a.source {
+                lowered::ArgSource::Input(_) => (labels.next().unwrap_or_default(), t),
+                lowered::ArgSource::Weight(n) => (format!("weight {n}"), t),
+            })
+            .collect())
+    }
+}
+
+/// Sibling batch buckets of `path`: the last `b<digits>` in the path replaced by every other
+/// number for which a file exists (sorted by that number), else `path` alone.
+#[must_use]
+pub fn sweep_siblings(path: &Path) -> Vec<PathBuf> {
+    let s = path.to_string_lossy().into_owned();
+    let bytes = s.as_bytes();
+    let mut at = None;
+    for i in (0..bytes.len()).rev() {
+        if bytes[i] == b'b'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+            && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+        {
+            at = Some(i + 1);
+            break;
+        }
+    }
+    let Some(start) = at else { return vec![path.to_owned()] };
+    let end = start + bytes[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let (prefix, suffix) = (&s[..start], &s[end..]);
+    // The directory that holds the varying component.
+    let comp_start = prefix.rfind('/').map_or(0, |i| i + 1);
+    let parent =
+        if comp_start == 0 { Path::new(".") } else { Path::new(&prefix[..comp_start - 1]) };
+    let head = &prefix[comp_start..];
+    let tail_end = suffix.find('/').unwrap_or(suffix.len());
+    let (tail, rest) = suffix.split_at(tail_end);
+    let mut found: Vec<(u64, PathBuf)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(parent) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(mid) = name.strip_prefix(head).and_then(|r| r.strip_suffix(tail)) else {
+                continue;
+            };
+            let Ok(n) = mid.parse::<u64>() else { continue };
+            let cand = PathBuf::from(format!("{}{name}{rest}", &prefix[..comp_start]));
+            if cand.is_file() {
+                found.push((n, cand));
+            }
+        }
+    }
+    found.sort();
+    if found.is_empty() {
+        vec![path.to_owned()]
+    } else {
+        found.into_iter().map(|(_, p)| p).collect()
+    }
+}
+
+/// `context` helper for module paths.
+pub(crate) fn compiling(path: &Path) -> impl FnOnce() -> String + '_ {
+    move || format!("compiling {}", path.display())
+}
+
+/// Compiles `module` through the runtime's cache.
+///
+/// # Errors
+/// The compiler's error, with the module named.
+pub fn compile(rt: &Runtime, module: &Module) -> Result<tpuport_pjrt::Compiled> {
+    rt.cache
+        .get_or_compile(&rt.client, &module.program, &module.compile_options())
+        .context(compiling(&module.path))
+}
