@@ -273,12 +273,7 @@ pub fn audit(
     let mxu_ops = cost
         .ops
         .iter()
-        .filter(|o| {
-            matches!(
-                o.class,
-                cost::OpClass::Matmul | cost::OpClass::Conv | cost::OpClass::Attention
-            )
-        })
+        .filter(|o| o.class.runs_on_mxu())
         .count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
     let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));

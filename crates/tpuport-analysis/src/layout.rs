@@ -17,7 +17,8 @@ use serde::Serialize;
 use tpuport_hw::{Chip, matmul_utilization, tiling};
 use tpuport_model::{Attr, DType, Model, ValueKind};
 
-use crate::cost::{CostReport, MatmulDims, OpClass};
+use crate::cost::{CostReport, MatmulDims};
+use crate::taxonomy::{self, KernelLayout};
 
 /// Entries kept in each worst-offender list.
 const WORST: usize = 10;
@@ -117,13 +118,13 @@ pub fn conv_kernel_layouts(model: &Model) -> HashMap<String, Vec<u64>> {
         let Some(Some(w)) = n.inputs.get(1) else { continue };
         let Some(v) = g.values.get(w.0 as usize) else { continue };
         let Some(shape) = v.ty.shape.as_ref().and_then(|s| s.as_fixed()) else { continue };
-        let perm: Option<Vec<usize>> = match n.op.as_str() {
-            "Conv" | "ConvInteger" if shape.len() >= 3 => {
+        let perm: Option<Vec<usize>> = match taxonomy::kernel_layout(&n.op) {
+            Some(KernelLayout::OutInSpatial) if shape.len() >= 3 => {
                 let mut p: Vec<usize> = (2..shape.len()).collect();
                 p.extend([1, 0]);
                 Some(p)
             }
-            "stablehlo.convolution" => {
+            Some(KernelLayout::DimensionNumbers) => {
                 let get = |k: &str| {
                     n.attr(k).and_then(Attr::as_int).and_then(|x| usize::try_from(x).ok())
                 };
@@ -328,7 +329,7 @@ pub fn analyze(
         let mut total = 0f64;
         let mut mms = Vec::new();
         for op in &cost.ops {
-            if !matches!(op.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention) {
+            if !op.class.runs_on_mxu() {
                 continue;
             }
             let Some(d) = &op.matmul else { continue };

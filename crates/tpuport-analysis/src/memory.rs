@@ -18,6 +18,7 @@ use serde::Serialize;
 use tpuport_hw::{Chip, padded_bytes};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
+use crate::taxonomy;
 use crate::workload::{Optimizer, Workload};
 
 /// How a flattened value takes memory.
@@ -57,91 +58,6 @@ pub(crate) struct Flat {
     values: Vec<FValue>,
     ops: Vec<FOp>,
     outputs: Vec<usize>,
-}
-
-fn short(op: &str) -> &str {
-    op.rsplit('.').next().unwrap_or(op)
-}
-
-fn is_alias_op(op: &str) -> bool {
-    matches!(
-        short(op).to_ascii_lowercase().as_str(),
-        "reshape"
-            | "squeeze"
-            | "unsqueeze"
-            | "flatten"
-            | "identity"
-            | "bitcast_convert"
-            | "sharding_constraint"
-            | "reshard"
-            | "optimization_barrier"
-    )
-}
-
-fn is_virtual_op(op: &str) -> bool {
-    matches!(
-        op,
-        "stablehlo.broadcast_in_dim" | "stablehlo.constant" | "stablehlo.iota" | "Constant"
-    )
-}
-
-fn is_streaming_reduction(op: &str) -> bool {
-    matches!(
-        short(op).to_ascii_lowercase().as_str(),
-        "reduce"
-            | "reduce_window"
-            | "maxpool"
-            | "averagepool"
-            | "globalaveragepool"
-            | "globalmaxpool"
-            | "reducemean"
-            | "reducesum"
-            | "reducemax"
-    )
-}
-
-fn is_elementwise(op: &str) -> bool {
-    matches!(
-        short(op).to_ascii_lowercase().as_str(),
-        "add"
-            | "subtract"
-            | "sub"
-            | "multiply"
-            | "mul"
-            | "divide"
-            | "div"
-            | "maximum"
-            | "max"
-            | "minimum"
-            | "min"
-            | "negate"
-            | "neg"
-            | "abs"
-            | "exponential"
-            | "exp"
-            | "log"
-            | "tanh"
-            | "logistic"
-            | "sigmoid"
-            | "sqrt"
-            | "rsqrt"
-            | "relu"
-            | "clip"
-            | "clamp"
-            | "select"
-            | "where"
-            | "erf"
-            | "pow"
-            | "power"
-            | "convert"
-            | "cast"
-            | "gelu"
-            | "softmax"
-            | "layernormalization"
-            | "batchnormalization"
-            | "not"
-            | "sign"
-    )
 }
 
 impl Flat {
@@ -280,7 +196,7 @@ impl Flat {
         }
         for i in 0..self.ops.len() {
             let op = self.ops[i].clone();
-            if is_virtual_op(&op.op) {
+            if taxonomy::info(&op.op).folds_into_consumers() {
                 for &o in &op.outputs {
                     self.values[o].role = Role::Virtual;
                 }
@@ -302,7 +218,7 @@ impl Flat {
                 let r = this.root(src);
                 buf_last[r] = buf_last[r].max(buf_last[o]).max(uses[o]);
             };
-            if is_alias_op(&op.op) {
+            if taxonomy::info(&op.op).aliases_operand() {
                 if let (Some(&src), Some(&o)) = (op.inputs.first(), op.outputs.first())
                     && self.values[src].role != Role::Virtual
                     && self.values[o].alias_of.is_none()
@@ -311,7 +227,7 @@ impl Flat {
                 }
                 continue;
             }
-            if is_elementwise(&op.op) && op.outputs.len() == 1 {
+            if taxonomy::info(&op.op).writes_in_place() && op.outputs.len() == 1 {
                 let o = op.outputs[0];
                 if self.values[o].alias_of.is_some() {
                     continue;
@@ -365,7 +281,7 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
     for (i, op) in flat.ops.iter().enumerate() {
         // Reductions stream: their dying inputs are released before the (smaller) result is
         // written, the result taking the input's place.
-        if is_streaming_reduction(&op.op) {
+        if taxonomy::info(&op.op).streams_input() {
             for &r in &frees[i] {
                 if flat.values[r].role == Role::Temp && !freed[r] {
                     live = live.saturating_sub(size(&flat.values[r]));
