@@ -297,13 +297,13 @@ pub fn analyze(
                 && let Ok(q) = tiling::padded_bytes(stored, *dtype, chip)
                 && q > p.padded_bytes
             {
-                stored_extra += q - p.padded_bytes;
+                stored_extra = stored_extra.saturating_add(q - p.padded_bytes);
                 if stored_worst.as_ref().is_none_or(|w| q - p.padded_bytes > w.1) {
                     stored_worst = Some((name.clone(), q - p.padded_bytes));
                 }
             }
-            cl.weights_logical += p.logical_bytes;
-            cl.weights_padded += p.padded_bytes;
+            cl.weights_logical = cl.weights_logical.saturating_add(p.logical_bytes);
+            cl.weights_padded = cl.weights_padded.saturating_add(p.padded_bytes);
             tensors.push(TensorPadding {
                 name: name.clone(),
                 dtype: *dtype,
@@ -337,13 +337,13 @@ pub fn analyze(
             let dt = d.dtype.unwrap_or(DType::F32);
             let lhs = tiling::pad(&[d.batch, d.m, d.k], dt, chip, tiling::Placement::Memory);
             let rhs = tiling::pad(&[d.batch, d.k, d.n], dt, chip, tiling::Placement::Memory);
-            let (mut lb, mut pb) = (0, 0);
+            let (mut lb, mut pb) = (0u64, 0u64);
             for p in [lhs, rhs].into_iter().flatten() {
-                lb += p.logical_bytes;
-                pb += p.padded_bytes;
+                lb = lb.saturating_add(p.logical_bytes);
+                pb = pb.saturating_add(p.padded_bytes);
             }
-            cl.operands_logical += lb;
-            cl.operands_padded += pb;
+            cl.operands_logical = cl.operands_logical.saturating_add(lb);
+            cl.operands_padded = cl.operands_padded.saturating_add(pb);
             #[allow(clippy::cast_precision_loss, reason = "ratios")]
             let f = op.mxu_flops as f64;
             useful += f * mp.utilization;

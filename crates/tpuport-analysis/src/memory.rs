@@ -18,6 +18,7 @@ use serde::Serialize;
 use tpuport_hw::{Chip, padded_bytes};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
+use crate::cost::sat;
 use crate::taxonomy;
 use crate::workload::{Optimizer, Workload};
 
@@ -293,8 +294,8 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
             let r = roots[v];
             if r == v && flat.values[v].role == Role::Temp {
                 let s = size(&flat.values[v]);
-                live += s;
-                total += s;
+                live = live.saturating_add(s);
+                total = total.saturating_add(s);
             }
         }
         if live > best.0 {
@@ -508,12 +509,13 @@ fn training(
     ] {
         let mut t = TrainingMemory { precision: precision.to_owned(), ..TrainingMemory::default() };
         for p in ps {
-            t.weights += size(&p.shape, w_dt);
+            t.weights = t.weights.saturating_add(size(&p.shape, w_dt));
             if master {
-                t.weights += size(&p.shape, DType::F32);
+                t.weights = t.weights.saturating_add(size(&p.shape, DType::F32));
             }
-            t.gradients += size(&p.shape, g_dt);
-            t.optimizer_state += slots * size(&p.shape, s_dt);
+            t.gradients = t.gradients.saturating_add(size(&p.shape, g_dt));
+            let state = slots.saturating_mul(size(&p.shape, s_dt));
+            t.optimizer_state = t.optimizer_state.saturating_add(state);
             if opt == Optimizer::Adafactor {
                 if p.shape.len() >= 2 {
                     let r = p.shape.len();
@@ -521,9 +523,10 @@ fn training(
                     row.remove(r - 1);
                     let mut col = p.shape.clone();
                     col.remove(r - 2);
-                    t.optimizer_state += size(&row, s_dt) + size(&col, s_dt);
+                    let factored = size(&row, s_dt).saturating_add(size(&col, s_dt));
+                    t.optimizer_state = t.optimizer_state.saturating_add(factored);
                 } else {
-                    t.optimizer_state += size(&p.shape, s_dt);
+                    t.optimizer_state = t.optimizer_state.saturating_add(size(&p.shape, s_dt));
                 }
             }
         }
@@ -537,8 +540,9 @@ fn training(
         let scale = |x: u64| (x as f64 * act_scale) as u64;
         t.activations = scale(acts);
         t.activations_remat = scale(remat);
-        t.total = t.weights + t.gradients + t.optimizer_state + t.activations;
-        t.total_remat = t.weights + t.gradients + t.optimizer_state + t.activations_remat;
+        let state = sat_sum(&[t.weights, t.gradients, t.optimizer_state]);
+        t.total = state.saturating_add(t.activations);
+        t.total_remat = state.saturating_add(t.activations_remat);
         out.push(t);
     }
     out
@@ -560,7 +564,7 @@ pub fn analyze(
     let param_names = ps.iter().map(|p| p.name.clone()).collect();
     let mut report = MemoryReport {
         param_names,
-        params: ps.iter().map(|p| p.shape.iter().product::<u64>()).sum(),
+        params: ps.iter().fold(0u64, |a, p| a.saturating_add(sat(&p.shape))),
         params_rule: rule,
         ..MemoryReport::default()
     };
@@ -575,22 +579,24 @@ pub fn analyze(
                 continue;
             }
             match val.role {
-                Role::Weight => f.weights += size(val),
-                Role::Input if param_ids.contains(&v) => f.weights += size(val),
+                Role::Weight => f.weights = f.weights.saturating_add(size(val)),
+                Role::Input if param_ids.contains(&v) => {
+                    f.weights = f.weights.saturating_add(size(val));
+                }
                 Role::Input if !val.name.is_empty() && model_input(model, &val.name) => {
-                    f.inputs += size(val)
+                    f.inputs = f.inputs.saturating_add(size(val));
                 }
                 _ => {}
             }
         }
-        f.inference = f.weights + f.inputs + f.peak_activations;
+        f.inference = sat_sum(&[f.weights, f.inputs, f.peak_activations]);
         if workload.is_training() {
             f.training = training(&ps, total, pk, mxu_ops, opt, tsize);
         }
         (f, at)
     };
     let logical = |v: &FValue| v.bytes;
-    let tlog = |s: &[u64], d: DType| d.storage_bytes(s.iter().product()).unwrap_or(0);
+    let tlog = |s: &[u64], d: DType| d.storage_bytes(sat(s)).unwrap_or(0);
     let (f, at) = footprint(&logical, &tlog);
     report.per_device = per_device(model, &flat, f.peak_activations);
     report.logical = f;
@@ -598,8 +604,7 @@ pub fn analyze(
     for chip in chips {
         let size = |v: &FValue| padded_size(v, chip, &kernels);
         let tsize = |s: &[u64], d: DType| {
-            padded_bytes(s, d, chip)
-                .unwrap_or_else(|_| d.storage_bytes(s.iter().product()).unwrap_or(0))
+            padded_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
         };
         let (f, _) = footprint(&size, &tsize);
         report.padded.push((chip.id.clone(), f));
@@ -648,7 +653,7 @@ fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option
                     .enumerate()
                     .filter(|(k, _)| k % 2 == 1)
                     .map(|(_, axis)| mesh.get(axis).copied().unwrap_or(1))
-                    .product()
+                    .fold(1u64, u64::saturating_mul)
             })
             .collect();
         return (dims.len() == rank).then_some(dims);
@@ -695,22 +700,29 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
             })
             .and_then(|(_, a)| a.as_str());
         let Some(f) = attr.and_then(|a| split_factors(a, shape.len(), &mesh)) else { return full };
-        let elems: u64 = shape.iter().zip(&f).map(|(d, k)| d.div_ceil((*k).max(1))).product();
+        let elems =
+            shape.iter().zip(&f).fold(1u64, |a, (d, k)| a.saturating_mul(d.div_ceil((*k).max(1))));
         val.ty.dtype.and_then(|d| d.storage_bytes(elems)).unwrap_or(full)
     };
-    let arguments: u64 =
-        g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)).sum();
-    let outputs: u64 =
-        g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)).sum();
-    let out_full: u64 = flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes).sum();
+    let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    let arguments =
+        sum(&mut g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)));
+    let outputs =
+        sum(&mut g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)));
+    let out_full = sum(&mut flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes));
     let temps = peak_activations.saturating_sub(out_full).div_ceil(parts);
     Some(PerDevice {
         partitions: parts,
         arguments,
         outputs,
         temps,
-        total: arguments + outputs + temps,
+        total: sat_sum(&[arguments, outputs, temps]),
     })
+}
+
+/// Saturating sum.
+fn sat_sum(xs: &[u64]) -> u64 {
+    xs.iter().fold(0u64, |a, &x| a.saturating_add(x))
 }
 
 fn model_input(model: &Model, name: &str) -> bool {

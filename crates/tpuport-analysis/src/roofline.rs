@@ -111,7 +111,8 @@ fn step(
     let mut ops = Vec::new();
     for op in &cost.ops {
         let repeats = op.repeats.max(1) as f64;
-        let act_bytes = op.fused_bytes.saturating_sub(op.weight_bytes.saturating_mul(op.repeats.max(1))) as f64;
+        let act_bytes =
+            op.fused_bytes.saturating_sub(op.weight_bytes.saturating_mul(op.repeats.max(1))) as f64;
         let mut bytes = (op.weight_bytes as f64 * repeats + act_bytes * scale) * train;
         if as_bf16 && op.dtype == Some(DType::F32) {
             bytes *= 0.5;

@@ -69,13 +69,13 @@ mod bit {
     pub(super) const PASS_THROUGH: u16 = 1 << 8;
 }
 
-use bit::{
-    ALIAS, CONSTANT, FLOP_PER_ELEMENT, FOLDED, FUSIBLE, IN_PLACE, PASS_THROUGH, STREAMING,
-    TRANSCENDENTAL,
-};
 use OpFamily::{
     Attention, Collective, Composite, Contraction, ControlFlow, Convolution, DataMovement,
     Elementwise, GatherScatter, Metadata, Random, Reduction, Sort,
+};
+use bit::{
+    ALIAS, CONSTANT, FLOP_PER_ELEMENT, FOLDED, FUSIBLE, IN_PLACE, PASS_THROUGH, STREAMING,
+    TRANSCENDENTAL,
 };
 
 /// Family and properties of one op.
@@ -390,9 +390,7 @@ pub fn short_name(op: &str) -> String {
 /// Family and properties of an op, by its short name (see [`short_name`]).
 #[must_use]
 pub fn lookup(short: &str) -> OpInfo {
-    TABLE
-        .binary_search_by(|(name, _)| name.cmp(&short))
-        .map_or(OpInfo::UNKNOWN, |i| TABLE[i].1)
+    TABLE.binary_search_by(|(name, _)| name.cmp(&short)).map_or(OpInfo::UNKNOWN, |i| TABLE[i].1)
 }
 
 /// Family and properties of an op as the file spells it (`stablehlo.add`, `Add`).

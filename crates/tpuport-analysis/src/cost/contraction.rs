@@ -62,8 +62,10 @@ fn matmul_dims(g: &Graph, n: &Node, op: &str) -> Option<MatmulDims> {
             rc = vec![0];
         }
         let pick = |s: &[u64], idx: &[i64]| -> Option<u64> {
-            let d: Option<Vec<u64>> =
-                idx.iter().map(|i| usize::try_from(*i).ok().and_then(|i| s.get(i).copied())).collect();
+            let d: Option<Vec<u64>> = idx
+                .iter()
+                .map(|i| usize::try_from(*i).ok().and_then(|i| s.get(i).copied()))
+                .collect();
             Some(sat(&d?))
         };
         let batch = pick(&sa, &lb)?;

@@ -11,9 +11,7 @@ use std::collections::HashMap;
 
 use tpuport_model::{Attr, Graph, Node, ValueId, ValueKind};
 
-use super::{
-    CostStatus, Cx, Estimate, OpClass, OpCost, Site, Uncounted, input, other, parse_ints,
-};
+use super::{CostStatus, Cx, Estimate, OpClass, OpCost, Site, Uncounted, input, other, parse_ints};
 
 pub(super) fn cost(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
     match s.op.as_str() {

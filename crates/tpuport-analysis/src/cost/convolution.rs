@@ -146,8 +146,7 @@ fn geometry(g: &Graph, n: &Node, op: &str) -> Option<(ConvGeom, String, u64)> {
         let at = |s: &[u64], i: i64| usize::try_from(i).ok().and_then(|i| s.get(i).copied());
         let mut axes = Vec::new();
         for j in 0..nsp {
-            let pad_lo =
-                if pad.len() == 1 { pad[0] } else { pad.get(2 * j).copied().unwrap_or(0) };
+            let pad_lo = if pad.len() == 1 { pad[0] } else { pad.get(2 * j).copied().unwrap_or(0) };
             axes.push((
                 at(&sx, *isp.get(j)?)?,
                 at(&sw, *ksp.get(j)?)?,

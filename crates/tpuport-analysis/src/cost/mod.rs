@@ -411,8 +411,7 @@ impl<'m> Cx<'m> {
         }
         let mut konst = HashSet::new();
         // Transposes read only by matmuls are folded into the dot's dimension numbers by XLA.
-        let mut to_dot: std::collections::HashMap<ValueId, bool> =
-            std::collections::HashMap::new();
+        let mut to_dot: std::collections::HashMap<ValueId, bool> = std::collections::HashMap::new();
         for o in &g.outputs {
             to_dot.insert(*o, false);
         }
