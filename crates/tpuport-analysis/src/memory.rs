@@ -10,6 +10,7 @@
 //! - Aliases take no new buffer: reshape / squeeze / unsqueeze / flatten / identity / bitcast
 //!   alias their input, broadcasts and constants are folded into their consumers (XLA fuses
 //!   them), and an elementwise op whose same-sized operand dies at that op writes in place.
+//!   Which ops alias, fold or write in place is a property of the op in [`crate::taxonomy`].
 //! - Padded figures apply the chip's tiling to every buffer (`tpuport_hw::tiling`).
 
 use std::collections::HashMap;
