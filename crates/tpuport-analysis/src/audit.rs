@@ -230,17 +230,19 @@ fn gib(b: u64) -> String {
 fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload) -> SliceFit {
     let (state, batch) = if workload.is_training() {
         let t = f.training.iter().find(|t| t.precision == "mixed").or(f.training.first());
-        t.map_or((f.weights, f.inputs + f.peak_activations), |t| {
-            (t.weights + t.gradients + t.optimizer_state, f.inputs + t.activations)
+        t.map_or((f.weights, f.inputs.saturating_add(f.peak_activations)), |t| {
+            let state = t.weights.saturating_add(t.gradients).saturating_add(t.optimizer_state);
+            (state, f.inputs.saturating_add(t.activations))
         })
     } else {
-        (f.weights, f.inputs + f.peak_activations)
+        (f.weights, f.inputs.saturating_add(f.peak_activations))
     };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
     let budget = chip.hbm_budget().unwrap_or(0.0) as u64;
     let slices = catalog.slices(chip);
-    let rep = slices.iter().find(|s| state + batch.div_ceil(u64::from(s.chips)) <= budget);
-    let sh = slices.iter().find(|s| (state + batch).div_ceil(u64::from(s.chips)) <= budget);
+    let chips = |s: &tpuport_hw::Slice| u64::from(s.chips).max(1);
+    let rep = slices.iter().find(|s| state.saturating_add(batch.div_ceil(chips(s))) <= budget);
+    let sh = slices.iter().find(|s| state.saturating_add(batch).div_ceil(chips(s)) <= budget);
     SliceFit {
         chip: chip.id.clone(),
         hbm_budget: budget,
@@ -270,16 +272,7 @@ pub fn audit(
         .filter(|c| opts.slice.as_ref().is_none_or(|s| s.chip == c.id))
         .collect();
     let cost = cost::analyze(model);
-    let mxu_ops = cost
-        .ops
-        .iter()
-        .filter(|o| {
-            matches!(
-                o.class,
-                cost::OpClass::Matmul | cost::OpClass::Conv | cost::OpClass::Attention
-            )
-        })
-        .count() as u64;
+    let mxu_ops = cost.ops.iter().filter(|o| o.class.runs_on_mxu()).count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
     let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));
     let layout = layout::analyze(model, &cost, &chips, &memory.param_names);
@@ -351,7 +344,7 @@ pub fn audit(
     if opts.workload.is_training()
         && let Some((_, fp)) = memory.padded.iter().find(|(id, _)| Some(id) == head.as_ref())
         && let Some(t) = fp.training.iter().find(|t| t.precision == "mixed")
-        && t.activations > 2 * t.activations_remat
+        && t.activations > t.activations_remat.saturating_mul(2)
     {
         fixes.push(Fix {
             source: "memory".into(),
@@ -395,7 +388,7 @@ pub fn audit(
                 ),
             });
         }
-        if l.weights_padded > l.weights_logical + l.weights_logical / 10
+        if l.weights_padded > l.weights_logical.saturating_add(l.weights_logical / 10)
             && let Some(t) = l.worst_tensors.first()
             && let Some(fx) = &t.fix
         {

@@ -17,7 +17,8 @@ use serde::Serialize;
 use tpuport_hw::{Chip, matmul_utilization, tiling};
 use tpuport_model::{Attr, DType, Model, ValueKind};
 
-use crate::cost::{CostReport, MatmulDims, OpClass};
+use crate::cost::{CostReport, MatmulDims};
+use crate::taxonomy::{self, KernelLayout};
 
 /// Entries kept in each worst-offender list.
 const WORST: usize = 10;
@@ -117,13 +118,13 @@ pub fn conv_kernel_layouts(model: &Model) -> HashMap<String, Vec<u64>> {
         let Some(Some(w)) = n.inputs.get(1) else { continue };
         let Some(v) = g.values.get(w.0 as usize) else { continue };
         let Some(shape) = v.ty.shape.as_ref().and_then(|s| s.as_fixed()) else { continue };
-        let perm: Option<Vec<usize>> = match n.op.as_str() {
-            "Conv" | "ConvInteger" if shape.len() >= 3 => {
+        let perm: Option<Vec<usize>> = match taxonomy::kernel_layout(&n.op) {
+            Some(KernelLayout::OutInSpatial) if shape.len() >= 3 => {
                 let mut p: Vec<usize> = (2..shape.len()).collect();
                 p.extend([1, 0]);
                 Some(p)
             }
-            "stablehlo.convolution" => {
+            Some(KernelLayout::DimensionNumbers) => {
                 let get = |k: &str| {
                     n.attr(k).and_then(Attr::as_int).and_then(|x| usize::try_from(x).ok())
                 };
@@ -296,13 +297,13 @@ pub fn analyze(
                 && let Ok(q) = tiling::padded_bytes(stored, *dtype, chip)
                 && q > p.padded_bytes
             {
-                stored_extra += q - p.padded_bytes;
+                stored_extra = stored_extra.saturating_add(q - p.padded_bytes);
                 if stored_worst.as_ref().is_none_or(|w| q - p.padded_bytes > w.1) {
                     stored_worst = Some((name.clone(), q - p.padded_bytes));
                 }
             }
-            cl.weights_logical += p.logical_bytes;
-            cl.weights_padded += p.padded_bytes;
+            cl.weights_logical = cl.weights_logical.saturating_add(p.logical_bytes);
+            cl.weights_padded = cl.weights_padded.saturating_add(p.padded_bytes);
             tensors.push(TensorPadding {
                 name: name.clone(),
                 dtype: *dtype,
@@ -328,7 +329,7 @@ pub fn analyze(
         let mut total = 0f64;
         let mut mms = Vec::new();
         for op in &cost.ops {
-            if !matches!(op.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention) {
+            if !op.class.runs_on_mxu() {
                 continue;
             }
             let Some(d) = &op.matmul else { continue };
@@ -336,13 +337,13 @@ pub fn analyze(
             let dt = d.dtype.unwrap_or(DType::F32);
             let lhs = tiling::pad(&[d.batch, d.m, d.k], dt, chip, tiling::Placement::Memory);
             let rhs = tiling::pad(&[d.batch, d.k, d.n], dt, chip, tiling::Placement::Memory);
-            let (mut lb, mut pb) = (0, 0);
+            let (mut lb, mut pb) = (0u64, 0u64);
             for p in [lhs, rhs].into_iter().flatten() {
-                lb += p.logical_bytes;
-                pb += p.padded_bytes;
+                lb = lb.saturating_add(p.logical_bytes);
+                pb = pb.saturating_add(p.padded_bytes);
             }
-            cl.operands_logical += lb;
-            cl.operands_padded += pb;
+            cl.operands_logical = cl.operands_logical.saturating_add(lb);
+            cl.operands_padded = cl.operands_padded.saturating_add(pb);
             #[allow(clippy::cast_precision_loss, reason = "ratios")]
             let f = op.mxu_flops as f64;
             useful += f * mp.utilization;

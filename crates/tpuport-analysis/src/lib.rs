@@ -4,6 +4,7 @@
 //!   tensors, duplicate tensors, and how the file's count differs from the framework's.
 //! - [`findings`]: support and risk findings with stable codes (`AUDnnn`) and their docs.
 //! - [`workload`]: the workload kind (infer/train/finetune) and optimizer shared by the passes.
+//! - [`taxonomy`]: op families and the op properties the passes share.
 
 pub mod inventory;
 pub mod workload;
@@ -15,3 +16,4 @@ pub mod findings;
 pub mod layout;
 pub mod memory;
 pub mod roofline;
+pub mod taxonomy;

@@ -10,6 +10,7 @@
 //! - Aliases take no new buffer: reshape / squeeze / unsqueeze / flatten / identity / bitcast
 //!   alias their input, broadcasts and constants are folded into their consumers (XLA fuses
 //!   them), and an elementwise op whose same-sized operand dies at that op writes in place.
+//!   Which ops alias, fold or write in place is a property of the op in [`crate::taxonomy`].
 //! - Padded figures apply the chip's tiling to every buffer (`tpuport_hw::tiling`).
 
 use std::collections::HashMap;
@@ -18,6 +19,8 @@ use serde::Serialize;
 use tpuport_hw::{Chip, padded_bytes};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
+use crate::cost::sat;
+use crate::taxonomy;
 use crate::workload::{Optimizer, Workload};
 
 /// How a flattened value takes memory.
@@ -57,91 +60,6 @@ pub(crate) struct Flat {
     values: Vec<FValue>,
     ops: Vec<FOp>,
     outputs: Vec<usize>,
-}
-
-fn short(op: &str) -> &str {
-    op.rsplit('.').next().unwrap_or(op)
-}
-
-fn is_alias_op(op: &str) -> bool {
-    matches!(
-        short(op).to_ascii_lowercase().as_str(),
-        "reshape"
-            | "squeeze"
-            | "unsqueeze"
-            | "flatten"
-            | "identity"
-            | "bitcast_convert"
-            | "sharding_constraint"
-            | "reshard"
-            | "optimization_barrier"
-    )
-}
-
-fn is_virtual_op(op: &str) -> bool {
-    matches!(
-        op,
-        "stablehlo.broadcast_in_dim" | "stablehlo.constant" | "stablehlo.iota" | "Constant"
-    )
-}
-
-fn is_streaming_reduction(op: &str) -> bool {
-    matches!(
-        short(op).to_ascii_lowercase().as_str(),
-        "reduce"
-            | "reduce_window"
-            | "maxpool"
-            | "averagepool"
-            | "globalaveragepool"
-            | "globalmaxpool"
-            | "reducemean"
-            | "reducesum"
-            | "reducemax"
-    )
-}
-
-fn is_elementwise(op: &str) -> bool {
-    matches!(
-        short(op).to_ascii_lowercase().as_str(),
-        "add"
-            | "subtract"
-            | "sub"
-            | "multiply"
-            | "mul"
-            | "divide"
-            | "div"
-            | "maximum"
-            | "max"
-            | "minimum"
-            | "min"
-            | "negate"
-            | "neg"
-            | "abs"
-            | "exponential"
-            | "exp"
-            | "log"
-            | "tanh"
-            | "logistic"
-            | "sigmoid"
-            | "sqrt"
-            | "rsqrt"
-            | "relu"
-            | "clip"
-            | "clamp"
-            | "select"
-            | "where"
-            | "erf"
-            | "pow"
-            | "power"
-            | "convert"
-            | "cast"
-            | "gelu"
-            | "softmax"
-            | "layernormalization"
-            | "batchnormalization"
-            | "not"
-            | "sign"
-    )
 }
 
 impl Flat {
@@ -280,7 +198,7 @@ impl Flat {
         }
         for i in 0..self.ops.len() {
             let op = self.ops[i].clone();
-            if is_virtual_op(&op.op) {
+            if taxonomy::info(&op.op).folds_into_consumers() {
                 for &o in &op.outputs {
                     self.values[o].role = Role::Virtual;
                 }
@@ -302,7 +220,7 @@ impl Flat {
                 let r = this.root(src);
                 buf_last[r] = buf_last[r].max(buf_last[o]).max(uses[o]);
             };
-            if is_alias_op(&op.op) {
+            if taxonomy::info(&op.op).aliases_operand() {
                 if let (Some(&src), Some(&o)) = (op.inputs.first(), op.outputs.first())
                     && self.values[src].role != Role::Virtual
                     && self.values[o].alias_of.is_none()
@@ -311,7 +229,7 @@ impl Flat {
                 }
                 continue;
             }
-            if is_elementwise(&op.op) && op.outputs.len() == 1 {
+            if taxonomy::info(&op.op).writes_in_place() && op.outputs.len() == 1 {
                 let o = op.outputs[0];
                 if self.values[o].alias_of.is_some() {
                     continue;
@@ -365,7 +283,7 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
     for (i, op) in flat.ops.iter().enumerate() {
         // Reductions stream: their dying inputs are released before the (smaller) result is
         // written, the result taking the input's place.
-        if is_streaming_reduction(&op.op) {
+        if taxonomy::info(&op.op).streams_input() {
             for &r in &frees[i] {
                 if flat.values[r].role == Role::Temp && !freed[r] {
                     live = live.saturating_sub(size(&flat.values[r]));
@@ -377,8 +295,8 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
             let r = roots[v];
             if r == v && flat.values[v].role == Role::Temp {
                 let s = size(&flat.values[v]);
-                live += s;
-                total += s;
+                live = live.saturating_add(s);
+                total = total.saturating_add(s);
             }
         }
         if live > best.0 {
@@ -592,12 +510,13 @@ fn training(
     ] {
         let mut t = TrainingMemory { precision: precision.to_owned(), ..TrainingMemory::default() };
         for p in ps {
-            t.weights += size(&p.shape, w_dt);
+            t.weights = t.weights.saturating_add(size(&p.shape, w_dt));
             if master {
-                t.weights += size(&p.shape, DType::F32);
+                t.weights = t.weights.saturating_add(size(&p.shape, DType::F32));
             }
-            t.gradients += size(&p.shape, g_dt);
-            t.optimizer_state += slots * size(&p.shape, s_dt);
+            t.gradients = t.gradients.saturating_add(size(&p.shape, g_dt));
+            let state = slots.saturating_mul(size(&p.shape, s_dt));
+            t.optimizer_state = t.optimizer_state.saturating_add(state);
             if opt == Optimizer::Adafactor {
                 if p.shape.len() >= 2 {
                     let r = p.shape.len();
@@ -605,9 +524,10 @@ fn training(
                     row.remove(r - 1);
                     let mut col = p.shape.clone();
                     col.remove(r - 2);
-                    t.optimizer_state += size(&row, s_dt) + size(&col, s_dt);
+                    let factored = size(&row, s_dt).saturating_add(size(&col, s_dt));
+                    t.optimizer_state = t.optimizer_state.saturating_add(factored);
                 } else {
-                    t.optimizer_state += size(&p.shape, s_dt);
+                    t.optimizer_state = t.optimizer_state.saturating_add(size(&p.shape, s_dt));
                 }
             }
         }
@@ -621,8 +541,9 @@ fn training(
         let scale = |x: u64| (x as f64 * act_scale) as u64;
         t.activations = scale(acts);
         t.activations_remat = scale(remat);
-        t.total = t.weights + t.gradients + t.optimizer_state + t.activations;
-        t.total_remat = t.weights + t.gradients + t.optimizer_state + t.activations_remat;
+        let state = sat_sum(&[t.weights, t.gradients, t.optimizer_state]);
+        t.total = state.saturating_add(t.activations);
+        t.total_remat = state.saturating_add(t.activations_remat);
         out.push(t);
     }
     out
@@ -644,7 +565,7 @@ pub fn analyze(
     let param_names = ps.iter().map(|p| p.name.clone()).collect();
     let mut report = MemoryReport {
         param_names,
-        params: ps.iter().map(|p| p.shape.iter().product::<u64>()).sum(),
+        params: ps.iter().fold(0u64, |a, p| a.saturating_add(sat(&p.shape))),
         params_rule: rule,
         ..MemoryReport::default()
     };
@@ -659,22 +580,24 @@ pub fn analyze(
                 continue;
             }
             match val.role {
-                Role::Weight => f.weights += size(val),
-                Role::Input if param_ids.contains(&v) => f.weights += size(val),
+                Role::Weight => f.weights = f.weights.saturating_add(size(val)),
+                Role::Input if param_ids.contains(&v) => {
+                    f.weights = f.weights.saturating_add(size(val));
+                }
                 Role::Input if !val.name.is_empty() && model_input(model, &val.name) => {
-                    f.inputs += size(val)
+                    f.inputs = f.inputs.saturating_add(size(val));
                 }
                 _ => {}
             }
         }
-        f.inference = f.weights + f.inputs + f.peak_activations;
+        f.inference = sat_sum(&[f.weights, f.inputs, f.peak_activations]);
         if workload.is_training() {
             f.training = training(&ps, total, pk, mxu_ops, opt, tsize);
         }
         (f, at)
     };
     let logical = |v: &FValue| v.bytes;
-    let tlog = |s: &[u64], d: DType| d.storage_bytes(s.iter().product()).unwrap_or(0);
+    let tlog = |s: &[u64], d: DType| d.storage_bytes(sat(s)).unwrap_or(0);
     let (f, at) = footprint(&logical, &tlog);
     report.per_device = per_device(model, &flat, f.peak_activations);
     report.logical = f;
@@ -682,8 +605,7 @@ pub fn analyze(
     for chip in chips {
         let size = |v: &FValue| padded_size(v, chip, &kernels);
         let tsize = |s: &[u64], d: DType| {
-            padded_bytes(s, d, chip)
-                .unwrap_or_else(|_| d.storage_bytes(s.iter().product()).unwrap_or(0))
+            padded_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
         };
         let (f, _) = footprint(&size, &tsize);
         report.padded.push((chip.id.clone(), f));
@@ -732,7 +654,7 @@ fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option
                     .enumerate()
                     .filter(|(k, _)| k % 2 == 1)
                     .map(|(_, axis)| mesh.get(axis).copied().unwrap_or(1))
-                    .product()
+                    .fold(1u64, u64::saturating_mul)
             })
             .collect();
         return (dims.len() == rank).then_some(dims);
@@ -779,22 +701,29 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
             })
             .and_then(|(_, a)| a.as_str());
         let Some(f) = attr.and_then(|a| split_factors(a, shape.len(), &mesh)) else { return full };
-        let elems: u64 = shape.iter().zip(&f).map(|(d, k)| d.div_ceil((*k).max(1))).product();
+        let elems =
+            shape.iter().zip(&f).fold(1u64, |a, (d, k)| a.saturating_mul(d.div_ceil((*k).max(1))));
         val.ty.dtype.and_then(|d| d.storage_bytes(elems)).unwrap_or(full)
     };
-    let arguments: u64 =
-        g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)).sum();
-    let outputs: u64 =
-        g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)).sum();
-    let out_full: u64 = flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes).sum();
+    let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    let arguments =
+        sum(&mut g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)));
+    let outputs =
+        sum(&mut g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)));
+    let out_full = sum(&mut flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes));
     let temps = peak_activations.saturating_sub(out_full).div_ceil(parts);
     Some(PerDevice {
         partitions: parts,
         arguments,
         outputs,
         temps,
-        total: arguments + outputs + temps,
+        total: sat_sum(&[arguments, outputs, temps]),
     })
+}
+
+/// Saturating sum.
+fn sat_sum(xs: &[u64]) -> u64 {
+    xs.iter().fold(0u64, |a, &x| a.saturating_add(x))
 }
 
 fn model_input(model: &Model, name: &str) -> bool {

@@ -17,7 +17,7 @@ use serde::Serialize;
 use tpuport_hw::{Chip, matmul_utilization};
 use tpuport_model::DType;
 
-use crate::cost::{CostReport, OpClass};
+use crate::cost::CostReport;
 use crate::workload::Workload;
 
 /// Ops listed per chip.
@@ -111,14 +111,15 @@ fn step(
     let mut ops = Vec::new();
     for op in &cost.ops {
         let repeats = op.repeats.max(1) as f64;
-        let act_bytes = op.fused_bytes.saturating_sub(op.weight_bytes * op.repeats.max(1)) as f64;
+        let act_bytes =
+            op.fused_bytes.saturating_sub(op.weight_bytes.saturating_mul(op.repeats.max(1))) as f64;
         let mut bytes = (op.weight_bytes as f64 * repeats + act_bytes * scale) * train;
         if as_bf16 && op.dtype == Some(DType::F32) {
             bytes *= 0.5;
         }
         let memory = bytes / bw;
         let mut compute = 0.0;
-        if matches!(op.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention) {
+        if op.class.runs_on_mxu() {
             let peak = peak_for(chip, op.dtype)?;
             let mut f = op.mxu_flops as f64 * scale;
             if let Some(d) = &op.matmul {

@@ -4,6 +4,7 @@
 use tpuport_model::{Attr, DType, Graph, Model, Node, ValueId, ValueKind};
 
 use super::{Finding, FindingOptions, MAX_NODES, Severity};
+use crate::taxonomy;
 
 /// Deepest subgraph nesting followed (hostile files cannot recurse without bound).
 const MAX_DEPTH: usize = 64;
@@ -55,7 +56,7 @@ fn push_graph<'a>(g: &'a Graph, depth: usize, out: &mut Vec<GraphRef<'a>>) {
 
 /// The op without dialect and in lowercase: `stablehlo.sort` and `Sort` give `sort`.
 pub(crate) fn short_op(n: &Node) -> String {
-    n.op.rsplit('.').next().unwrap_or(&n.op).to_ascii_lowercase()
+    taxonomy::short_name(&n.op)
 }
 
 /// True for a StableHLO / MLIR op (`stablehlo.add`, `chlo.top_k`).
@@ -118,9 +119,9 @@ pub(crate) fn producer(g: &Graph, v: ValueId) -> Option<&Node> {
 pub(crate) fn is_constant(g: &Graph, v: ValueId) -> bool {
     match g.values.get(v.0 as usize).map(|x| &x.kind) {
         Some(ValueKind::Weight(_)) => true,
-        Some(ValueKind::Intermediate) => producer(g, v).is_some_and(|p| {
-            matches!(short_op(p).as_str(), "constant" | "constantofshape" | "iota")
-        }),
+        Some(ValueKind::Intermediate) => {
+            producer(g, v).is_some_and(|p| taxonomy::info(&p.op).is_constant_source())
+        }
         _ => false,
     }
 }
@@ -283,18 +284,7 @@ pub(crate) fn source(g: &Graph, v: ValueId) -> Option<&Node> {
     let mut v = v;
     for _ in 0..8 {
         let p = producer(g, v)?;
-        let moves = matches!(
-            short_op(p).as_str(),
-            "convert"
-                | "cast"
-                | "reshape"
-                | "broadcast_in_dim"
-                | "unsqueeze"
-                | "squeeze"
-                | "transpose"
-                | "identity"
-        );
-        if !moves {
+        if !taxonomy::info(&p.op).passes_values_through() {
             return Some(p);
         }
         v = input(p, 0)?;

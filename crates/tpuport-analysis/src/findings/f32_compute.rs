@@ -3,7 +3,7 @@
 use tpuport_model::DType;
 
 use super::{Ctx, Rule, Sink};
-use crate::cost::{self, OpClass};
+use crate::cost;
 use crate::workload::Workload;
 
 finding_rule! {
@@ -36,11 +36,11 @@ finding_rule! {
 impl Rule for F32Compute {
     fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>) {
         let report = cost::analyze(cx.model);
-        let mxu = |o: &&cost::OpCost| matches!(o.class, OpClass::Matmul | OpClass::Conv | OpClass::Attention);
+        let mxu = |o: &&cost::OpCost| o.class.runs_on_mxu();
         let all: Vec<&cost::OpCost> = report.ops.iter().filter(mxu).collect();
         let mut f32_ops: Vec<&cost::OpCost> = all.iter().copied().filter(|o| o.dtype == Some(DType::F32)).collect();
-        let total: u64 = all.iter().map(|o| o.mxu_flops).sum();
-        let f32_flops: u64 = f32_ops.iter().map(|o| o.mxu_flops).sum();
+        let total = all.iter().fold(0u64, |a, o| a.saturating_add(o.mxu_flops));
+        let f32_flops = f32_ops.iter().fold(0u64, |a, o| a.saturating_add(o.mxu_flops));
         if f32_ops.is_empty() {
             return;
         }

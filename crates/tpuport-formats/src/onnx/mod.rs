@@ -10,6 +10,7 @@
 //! Unknown ops are kept as nodes; nodes whose shapes cannot be inferred become warnings.
 
 pub mod dtype;
+pub mod host;
 pub mod proto;
 pub mod shape_infer;
 

@@ -157,7 +157,7 @@ impl<'m> Cx<'m> {
     pub(crate) fn in_ty(&self, node: &Node, i: usize) -> Result<Ty, LowerError> {
         Ok(match self.src(node, i)? {
             Src::Ssa(t) => t.ty.clone(),
-            Src::Host(h) => Ty::new(h.dt, h.shape.clone()),
+            Src::Host(h) => Ty::new(h.dtype, h.shape.clone()),
             Src::Weight(w) => {
                 let w = self.model.weights.get(*w);
                 Ty::new(self.cdt(w.dtype), w.shape.clone())
@@ -193,7 +193,11 @@ impl<'m> Cx<'m> {
         let t = match src {
             Src::Ssa(t) => return Ok(t),
             Src::Host(h) => {
-                let h = if h.dt == DType::F32 && self.bf16() { h.cast(DType::BF16) } else { h };
+                let h = if h.dtype == DType::F32 && self.bf16() {
+                    h.cast(DType::BF16).unwrap_or(h)
+                } else {
+                    h
+                };
                 self.e.const_host(&h)
             }
             Src::Weight(id) => self.weight_ssa(id)?,

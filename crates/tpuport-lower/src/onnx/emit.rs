@@ -163,7 +163,7 @@ impl Emitter {
     }
 
     pub(crate) fn const_host(&mut self, h: &HostVal) -> T {
-        let ty = Ty::new(h.dt, h.shape.clone());
+        let ty = Ty::new(h.dtype, h.shape.clone());
         let first = h.to_bytes_one();
         if h.is_splat() && h.len() > 1 {
             return self.const_bytes(&ty, &first);

@@ -33,9 +33,7 @@ pub fn to_bf16(t: &HostTensor) -> HostTensor {
         .data()
         .chunks_exact(4)
         .flat_map(|c| {
-            let b = f32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_bits();
-            let r = ((b.wrapping_add(0x7fff + ((b >> 16) & 1))) >> 16) as u16;
-            r.to_le_bytes()
+            half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_le_bytes()
         })
         .collect();
     HostTensor::new(DType::BF16, t.shape.clone(), v).unwrap()

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use tpuport_model::{Attr, Dim, Graph, Shape, TensorType, ValueId, ValueKind};
 
 use super::cx::{Fail, NodeCx, Out, Res};
-use super::konst::Const;
 use super::{Engine, find_value};
+use crate::onnx::host::HostValue;
 
 /// Deepest chain of function calls followed.
 const MAX_CALL_DEPTH: usize = 16;
@@ -16,8 +16,8 @@ const MAX_CALL_DEPTH: usize = 16;
 fn seed_outer(
     sub: &mut Graph,
     outer: &Graph,
-    consts: &HashMap<ValueId, Const>,
-) -> HashMap<String, Const> {
+    consts: &HashMap<ValueId, HostValue>,
+) -> HashMap<String, HostValue> {
     let mut seeds = HashMap::new();
     for v in sub.values.iter_mut().filter(|v| v.kind == ValueKind::Outer) {
         if let Some((id, ov)) = find_value(outer, &v.name) {
@@ -30,7 +30,7 @@ fn seed_outer(
     seeds
 }
 
-fn outputs(g: &Graph, consts_of: &HashMap<String, Const>) -> Vec<Out> {
+fn outputs(g: &Graph, consts_of: &HashMap<String, HostValue>) -> Vec<Out> {
     g.outputs
         .iter()
         .map(|id| {
@@ -60,7 +60,7 @@ impl Engine<'_> {
         &mut self,
         g: &Graph,
         cx: &NodeCx<'_>,
-        consts: &HashMap<ValueId, Const>,
+        consts: &HashMap<ValueId, HostValue>,
         subs: &mut [(String, Graph)],
     ) -> Res<Vec<Out>> {
         let mut branch_outs: HashMap<String, Vec<Out>> = HashMap::new();
@@ -75,7 +75,11 @@ impl Engine<'_> {
             return Err(Fail::Invalid("If without both branches".to_owned()));
         };
         if let Some(c) = cx.value(0) {
-            return Ok(if c.i(0) != 0 { then.clone() } else { els.clone() });
+            return Ok(if c.first_i().is_some_and(|v| v != 0) {
+                then.clone()
+            } else {
+                els.clone()
+            });
         }
         Ok(then.iter().zip(els).map(|(a, b)| Out { ty: join(&a.ty, &b.ty), value: None }).collect())
     }
@@ -87,7 +91,7 @@ impl Engine<'_> {
         &mut self,
         g: &Graph,
         cx: &NodeCx<'_>,
-        consts: &HashMap<ValueId, Const>,
+        consts: &HashMap<ValueId, HostValue>,
         subs: &mut [(String, Graph)],
     ) -> Res<Vec<Out>> {
         let Some((_, body)) = subs.iter_mut().find(|(n, _)| n == "body") else {
@@ -113,11 +117,13 @@ impl Engine<'_> {
             let n = body.node(p);
             n.op == "Identity" && n.inputs.first().copied().flatten() == Some(body.inputs[1])
         });
-        let cond_true = !cx.has(1) || cx.value(1).is_some_and(|c| c.i(0) != 0);
+        let cond_true =
+            !cx.has(1) || cx.value(1).is_some_and(|c| c.first_i().is_some_and(|v| v != 0));
         let trips = match cx.value(0) {
-            Some(m) if cond_passthrough && cond_true => {
-                u64::try_from(m.i(0)).map_or_else(|_| Dim::unknown(), Dim::Known)
-            }
+            Some(m) if cond_passthrough && cond_true => m
+                .first_i()
+                .and_then(|v| u64::try_from(v).ok())
+                .map_or_else(Dim::unknown, Dim::Known),
             _ => Dim::unknown(),
         };
         let mut outs = Vec::new();

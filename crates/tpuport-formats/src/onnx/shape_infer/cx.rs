@@ -3,7 +3,12 @@
 
 use tpuport_model::{Attr, DType, Dim, Node, Shape, TensorType, WeightStore};
 
-use super::konst::Const;
+use crate::onnx::host::HostValue;
+
+/// Largest weight read into a [`HostValue`] (elements): shape-relevant constants are tiny.
+pub(crate) const LOAD_MAX: u64 = 4096;
+/// Largest folded result kept (elements): causal masks of long sequences still fold.
+pub(crate) const FOLD_MAX: u64 = 1 << 18;
 
 /// Why a rule produced nothing.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,7 +30,7 @@ pub(crate) type Res<T> = Result<T, Fail>;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Out {
     pub(crate) ty: TensorType,
-    pub(crate) value: Option<Const>,
+    pub(crate) value: Option<HostValue>,
 }
 
 impl Out {
@@ -35,7 +40,7 @@ impl Out {
     }
 
     /// An output whose value is known (type taken from the value).
-    pub(crate) fn konst(c: Const) -> Out {
+    pub(crate) fn konst(c: HostValue) -> Out {
         Out { ty: TensorType::new(c.dtype, Shape::fixed(&c.shape)), value: Some(c) }
     }
 }
@@ -44,7 +49,7 @@ impl Out {
 pub(crate) struct NodeCx<'a> {
     pub(crate) node: &'a Node,
     pub(crate) types: Vec<Option<&'a TensorType>>,
-    pub(crate) values: Vec<Option<&'a Const>>,
+    pub(crate) values: Vec<Option<&'a HostValue>>,
     pub(crate) weights: &'a WeightStore,
 }
 
@@ -70,12 +75,12 @@ impl<'a> NodeCx<'a> {
     }
 
     /// Input `i`'s value, if known.
-    pub(crate) fn value(&self, i: usize) -> Option<&'a Const> {
+    pub(crate) fn value(&self, i: usize) -> Option<&'a HostValue> {
         self.values.get(i).copied().flatten()
     }
 
     /// Input `i`'s value, required.
-    pub(crate) fn need(&self, i: usize) -> Res<&'a Const> {
+    pub(crate) fn need(&self, i: usize) -> Res<&'a HostValue> {
         if !self.has(i) {
             return Err(Fail::Invalid(format!("input {i} is missing")));
         }
@@ -98,9 +103,9 @@ impl<'a> NodeCx<'a> {
     }
 
     /// A tensor attribute's value (`ConstantOfShape.value`, `Constant.value`).
-    pub(crate) fn tensor_attr(&self, name: &str) -> Option<Const> {
+    pub(crate) fn tensor_attr(&self, name: &str) -> Option<HostValue> {
         match self.node.attr(name) {
-            Some(Attr::Weight(id)) => Const::from_weight(self.weights.get(*id)),
+            Some(Attr::Weight(id)) => HostValue::from_weight(self.weights.get(*id), LOAD_MAX),
             _ => None,
         }
     }

@@ -3,38 +3,8 @@
 
 use tpuport_model::{DType, Dim, Shape};
 
-use super::cx::{Fail, NodeCx, Out, Res, axis, map_dim, to_u64};
-use super::konst::{Const, Data, fits};
-
-fn strides(dims: &[u64]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for k in (0..dims.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * dims[k + 1] as usize;
-    }
-    s
-}
-
-/// Flat source index of every element of `out_dims`, given a per-axis source coordinate map.
-fn gather_coords(
-    out_dims: &[u64],
-    src_strides: &[usize],
-    coord: impl Fn(usize, u64) -> u64,
-) -> Vec<usize> {
-    let n = out_dims.iter().product::<u64>() as usize;
-    let mut out = Vec::with_capacity(n);
-    let mut pos = vec![0u64; out_dims.len()];
-    for _ in 0..n {
-        out.push(pos.iter().enumerate().map(|(k, p)| coord(k, *p) as usize * src_strides[k]).sum());
-        for k in (0..out_dims.len()).rev() {
-            pos[k] += 1;
-            if pos[k] < out_dims[k] {
-                break;
-            }
-            pos[k] = 0;
-        }
-    }
-    out
-}
+use super::cx::{FOLD_MAX, Fail, NodeCx, Out, Res, axis, map_dim, to_u64};
+use crate::onnx::host::{HostValue, eval, strides};
 
 /// `Transpose` (default: reversed axes).
 pub(crate) fn transpose(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
@@ -48,11 +18,8 @@ pub(crate) fn transpose(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     }
     let s = Shape(perm.iter().map(|&p| x.0[p].clone()).collect());
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed().filter(|d| fits(d))) {
-        let st = strides(&v.shape);
-        let src: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
-        let idx = gather_coords(&dims, &src, |_, p| p);
-        out.value = v.gather_flat(dims, &idx);
+    if let Some(v) = cx.value(0) {
+        out.value = eval::transpose(v, &perm, FOLD_MAX);
     }
     Ok(vec![out])
 }
@@ -82,29 +49,11 @@ pub(crate) fn concat(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     dims[a] = total.map_or_else(Dim::unknown, Dim::Known);
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    let vals: Option<Vec<&Const>> = (0..cx.n_inputs()).map(|i| cx.value(i)).collect();
-    if let (Some(vals), Some(dims)) = (vals, s.as_fixed().filter(|d| fits(d))) {
-        out.value = fold_concat(&vals, a, dims);
+    let vals: Option<Vec<&HostValue>> = (0..cx.n_inputs()).map(|i| cx.value(i)).collect();
+    if let Some(vals) = vals {
+        out.value = eval::concat(&vals, a, FOLD_MAX);
     }
     Ok(vec![out])
-}
-
-fn fold_concat(vals: &[&Const], a: usize, dims: Vec<u64>) -> Option<Const> {
-    let outer: usize = dims[..a].iter().product::<u64>() as usize;
-    let ints = vals.iter().all(|v| matches!(v.data, Data::I(_)));
-    let dtype = vals.first()?.dtype;
-    let (mut iv, mut fv) = (Vec::new(), Vec::new());
-    for o in 0..outer {
-        for v in vals {
-            let chunk = v.shape[a..].iter().product::<u64>() as usize;
-            let range = o * chunk..(o + 1) * chunk;
-            match &v.data {
-                Data::I(x) if ints => iv.extend_from_slice(x.get(range)?),
-                _ => fv.extend(v.as_f64().get(range)?.iter().copied()),
-            }
-        }
-    }
-    Some(if ints { Const::ints(dtype, dims, iv) } else { Const::from_f64(dtype, dims, fv) })
 }
 
 /// `Split`: sizes from the `split` input (opset 13+) or attribute, else `num_outputs` /
@@ -185,12 +134,9 @@ pub(crate) fn slice(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     }
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed().filter(|d| fits(d))) {
-        let st = strides(&v.shape);
-        let idx = gather_coords(&od, &st, |k, p| {
-            (plan[k].0 + p.cast_signed() * plan[k].1).cast_unsigned()
-        });
-        out.value = v.gather_flat(od, &idx);
+    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed()) {
+        let (start, step): (Vec<i64>, Vec<i64>) = plan.into_iter().unzip();
+        out.value = eval::strided(v, &od, &start, &step, FOLD_MAX);
     }
     Ok(vec![out])
 }
@@ -204,45 +150,8 @@ pub(crate) fn gather(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     dims.extend(x.0[a + 1..].iter().cloned());
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(i), Some(od)) =
-        (cx.value(0), cx.value(1), s.as_fixed().filter(|d| fits(d)))
-    {
-        let n = v.shape[a].cast_signed();
-        let idx: Option<Vec<u64>> = i
-            .as_i64()
-            .iter()
-            .map(|&k| {
-                u64::try_from(if k < 0 { k + n } else { k }).ok().filter(|k| k.cast_signed() < n)
-            })
-            .collect();
-        if let Some(idx) = idx {
-            let st = strides(&v.shape);
-            let (outer, irank) = (a, i.shape.len());
-            let ist = strides(&i.shape);
-            let total = od.iter().product::<u64>() as usize;
-            let mut flat = Vec::with_capacity(total);
-            let mut pos = vec![0u64; od.len()];
-            for _ in 0..total {
-                let mut src = 0usize;
-                for (k, p) in pos.iter().enumerate().take(outer) {
-                    src += *p as usize * st[k];
-                }
-                let ii: usize = (0..irank).map(|j| pos[outer + j] as usize * ist[j]).sum();
-                src += idx[ii] as usize * st[a];
-                for k in a + 1..v.shape.len() {
-                    src += pos[k - 1 + irank] as usize * st[k];
-                }
-                flat.push(src);
-                for k in (0..od.len()).rev() {
-                    pos[k] += 1;
-                    if pos[k] < od[k] {
-                        break;
-                    }
-                    pos[k] = 0;
-                }
-            }
-            out.value = v.gather_flat(od, &flat);
-        }
+    if let (Some(v), Some(i)) = (cx.value(0), cx.value(1)) {
+        out.value = eval::gather(v, i, a, FOLD_MAX);
     }
     Ok(vec![out])
 }
@@ -291,7 +200,8 @@ pub(crate) fn pad(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 pub(crate) fn topk(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let x = cx.shape(0)?;
     let a = axis(cx.int("axis", -1), x.rank())?;
-    let k = to_u64(cx.need(1)?.i(0))?;
+    let k = cx.need(1)?.first_i().ok_or_else(|| Fail::Invalid("empty K".to_owned()))?;
+    let k = to_u64(k)?;
     let mut dims = x.0.clone();
     dims[a] = Dim::Known(k);
     let s = Shape(dims);
@@ -314,7 +224,7 @@ pub(crate) fn nonzero(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
                 rem %= s;
             }
         }
-        return Ok(vec![Out::konst(Const::ints(DType::I64, vec![r, nz.len() as u64], data))]);
+        return Ok(vec![Out::konst(HostValue::ints(DType::I64, vec![r, nz.len() as u64], data))]);
     }
     Ok(vec![Out::new(Some(DType::I64), Shape(vec![Dim::Known(r), Dim::unknown()]))])
 }

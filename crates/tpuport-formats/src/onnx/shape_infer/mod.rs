@@ -19,7 +19,6 @@ mod control;
 mod cx;
 mod elementwise;
 mod index_ops;
-mod konst;
 mod nn;
 mod reduce;
 mod shape_ops;
@@ -33,8 +32,9 @@ use tpuport_model::{
 
 use crate::ImportOptions;
 
+use self::cx::LOAD_MAX;
 use self::cx::{Fail, NodeCx, Out, Res};
-use self::konst::Const;
+use crate::onnx::host::HostValue;
 
 /// Warnings listed individually before the rest are summarised.
 const MAX_NOTES: usize = 25;
@@ -250,14 +250,14 @@ fn label(g: &Graph, i: usize) -> String {
 impl Engine<'_> {
     /// Infers one graph. `seeds` are known values by name (outer-scope captures and function
     /// arguments); `count` adds this graph's outputs to the report's totals.
-    pub(crate) fn graph(&mut self, g: &mut Graph, seeds: &HashMap<String, Const>, count: bool) {
-        let mut consts: HashMap<ValueId, Const> = HashMap::new();
+    pub(crate) fn graph(&mut self, g: &mut Graph, seeds: &HashMap<String, HostValue>, count: bool) {
+        let mut consts: HashMap<ValueId, HostValue> = HashMap::new();
         let mut tainted: HashSet<ValueId> = HashSet::new();
         for (i, v) in g.values.iter().enumerate() {
             let id = ValueId(u32::try_from(i).unwrap_or(u32::MAX));
             match &v.kind {
                 ValueKind::Weight(w) => {
-                    if let Some(c) = Const::from_weight(self.weights.get(*w)) {
+                    if let Some(c) = HostValue::from_weight(self.weights.get(*w), LOAD_MAX) {
                         consts.insert(id, c);
                     }
                 }
@@ -353,7 +353,7 @@ impl Engine<'_> {
         &mut self,
         g: &Graph,
         ni: usize,
-        consts: &HashMap<ValueId, Const>,
+        consts: &HashMap<ValueId, HostValue>,
         subs: &mut [(String, Graph)],
     ) -> Res<Vec<Out>> {
         let node = &g.nodes[ni];
@@ -388,7 +388,7 @@ fn constant(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         Some(Attr::Weight(id)) => {
             let w = cx.weights.get(*id);
             let mut out = Out::new(Some(w.dtype), w.shape());
-            out.value = Const::from_weight(w);
+            out.value = HostValue::from_weight(w, LOAD_MAX);
             Ok(vec![out])
         }
         _ => Err(Fail::Invalid("Constant without a value".to_owned())),

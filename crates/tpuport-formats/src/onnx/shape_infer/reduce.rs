@@ -2,8 +2,9 @@
 
 use tpuport_model::{DType, Dim, Shape};
 
+use super::cx::FOLD_MAX;
 use super::cx::{NodeCx, Out, Res, axis};
-use super::konst::Const;
+use crate::onnx::host::{HostValue, checked_elems};
 
 /// `Reduce*`: axes from the attribute (older opsets) or input 1 (`ReduceSum` 13+, all 18+);
 /// no axes reduces everything unless `noop_with_empty_axes`.
@@ -33,13 +34,15 @@ pub(crate) fn reduce(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             .collect();
     let s = Shape(dims);
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(od)) = (cx.value(0), s.as_fixed().filter(|d| super::konst::fits(d))) {
+    if let (Some(v), Some(od)) =
+        (cx.value(0), s.as_fixed().filter(|d| checked_elems(d).is_some_and(|n| n <= FOLD_MAX)))
+    {
         out.value = fold(&cx.node.op, v, &axes, od);
     }
     Ok(vec![out])
 }
 
-fn fold(op: &str, v: &Const, axes: &[usize], out_dims: Vec<u64>) -> Option<Const> {
+fn fold(op: &str, v: &HostValue, axes: &[usize], out_dims: Vec<u64>) -> Option<HostValue> {
     let (init, f): (f64, fn(f64, f64) -> f64) = match op {
         "ReduceSum" | "ReduceMean" => (0.0, |a, b| a + b),
         "ReduceProd" => (1.0, |a, b| a * b),
@@ -76,7 +79,7 @@ fn fold(op: &str, v: &Const, axes: &[usize], out_dims: Vec<u64>) -> Option<Const
             *a /= (*c).max(1) as f64;
         }
     }
-    Some(Const::from_f64(v.dtype, out_dims, acc))
+    Some(HostValue::from_f64(v.dtype, out_dims, acc))
 }
 
 /// `ArgMax` / `ArgMin`.

@@ -3,9 +3,8 @@
 
 use tpuport_model::{DType, Dim, Shape};
 
-use super::cx::{Fail, NodeCx, Out, Res, axis, broadcast, known_product, to_u64};
-use super::elementwise::bcast_index;
-use super::konst::{Const, Data, FOLD_MAX, fits};
+use super::cx::{FOLD_MAX, Fail, NodeCx, Out, Res, axis, broadcast, known_product, to_u64};
+use crate::onnx::host::{HostData, HostValue, eval};
 
 fn dims_i64(s: &Shape) -> Option<Vec<i64>> {
     s.as_fixed().map(|v| v.into_iter().map(u64::cast_signed).collect())
@@ -21,7 +20,7 @@ pub(crate) fn shape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let n = part.rank() as u64;
     let mut out = Out::new(Some(DType::I64), Shape::fixed(&[n]));
     if let Some(v) = dims_i64(&part) {
-        out.value = Some(Const::i64_vec(v));
+        out.value = Some(HostValue::i64_vec(v));
     }
     Ok(vec![out])
 }
@@ -31,17 +30,17 @@ pub(crate) fn size(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let s = cx.shape(0)?;
     let mut out = Out::new(Some(DType::I64), Shape::scalar());
     if let Some(n) = known_product(&s.0) {
-        out.value = Some(Const::ints(DType::I64, vec![], vec![n.cast_signed()]));
+        out.value = Some(HostValue::ints(DType::I64, vec![], vec![n.cast_signed()]));
     }
     Ok(vec![out])
 }
 
 /// Keeps `v`'s data under a new shape.
-fn reshaped(v: Option<&Const>, shape: &Shape) -> Option<Const> {
+fn reshaped(v: Option<&HostValue>, shape: &Shape) -> Option<HostValue> {
     let dims = shape.as_fixed()?;
     let v = v?;
     (dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d)) == Some(v.len() as u64))
-        .then(|| Const { shape: dims, ..v.clone() })
+        .then(|| v.with_shape(dims))
 }
 
 /// `Reshape`: `0` copies the input dim (unless `allowzero`), `-1` takes what remains.
@@ -171,11 +170,8 @@ pub(crate) fn expand(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let t = Shape(target.iter().map(|&d| to_u64(d).map(Dim::Known)).collect::<Res<_>>()?);
     let s = broadcast(&[x, &t])?;
     let mut out = Out::new(cx.dtype(0), s.clone());
-    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed())
-        && fits(&dims)
-    {
-        let idx = bcast_index(&dims, &v.shape);
-        out.value = v.gather_flat(dims, &idx);
+    if let (Some(v), Some(dims)) = (cx.value(0), s.as_fixed()) {
+        out.value = eval::broadcast_to(v, &dims, FOLD_MAX);
     }
     Ok(vec![out])
 }
@@ -208,12 +204,12 @@ pub(crate) fn constant_of_shape(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     if let Some(n) = n.filter(|n| *n <= FOLD_MAX) {
         let n = usize::try_from(n).unwrap_or(0);
         let data = match fill.as_ref().map(|f| &f.data) {
-            Some(Data::I(v)) => Data::I(vec![v.first().copied().unwrap_or(0); n]),
-            Some(Data::F(v)) => Data::F(vec![v.first().copied().unwrap_or(0.0); n]),
-            None if dtype.is_float() => Data::F(vec![0.0; n]),
-            None => Data::I(vec![0; n]),
+            Some(HostData::Int(v)) => HostData::Int(vec![v.first().copied().unwrap_or(0); n]),
+            Some(HostData::Float(v)) => HostData::Float(vec![v.first().copied().unwrap_or(0.0); n]),
+            None if dtype.is_float() => HostData::Float(vec![0.0; n]),
+            None => HostData::Int(vec![0; n]),
         };
-        out.value = Some(Const { dtype, shape: dims, data });
+        out.value = Some(HostValue { dtype, shape: dims, data });
     }
     Ok(vec![out])
 }
@@ -229,7 +225,9 @@ pub(crate) fn range(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let (Some(s), Some(l), Some(d)) = (cx.value(0), cx.value(1), cx.value(2)) else {
         return Ok(vec![Out::new(dtype, Shape(vec![Dim::unknown()]))]);
     };
-    let (s, l, d) = (s.f(0), l.f(0), d.f(0));
+    let (Some(s), Some(l), Some(d)) = (s.first_f(), l.first_f(), d.first_f()) else {
+        return Err(Fail::Invalid("Range with an empty start, limit or delta".to_owned()));
+    };
     if d == 0.0 {
         return Err(Fail::Invalid("Range with delta 0".to_owned()));
     }
@@ -241,7 +239,7 @@ pub(crate) fn range(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let mut out = Out::new(dtype, Shape::fixed(&[n]));
     if n <= FOLD_MAX {
         let vals: Vec<f64> = (0..n).map(|i| s + d * i as f64).collect();
-        out.value = Some(Const::from_f64(dtype.unwrap_or(DType::I64), vec![n], vals));
+        out.value = Some(HostValue::from_f64(dtype.unwrap_or(DType::I64), vec![n], vals));
     }
     Ok(vec![out])
 }

@@ -7,7 +7,7 @@ use super::{Rule, rule};
 use crate::LowerError;
 use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, max_of, min_of};
-use crate::onnx::host::{HOST_MAX, HostVal, bcast_index, broadcast_shapes};
+use crate::onnx::host::{HOST_MAX, broadcast_shapes, eval};
 
 pub(crate) const RULES: &[Rule] = &[
     rule("Add", 7, binary),
@@ -98,79 +98,6 @@ fn cmp_dir(op: &str) -> Option<&'static str> {
     })
 }
 
-fn host_bin(op: &str, a: &HostVal, b: &HostVal, fmod: bool) -> Option<HostVal> {
-    let shape = broadcast_shapes(&a.shape, &b.shape)?;
-    if shape.iter().product::<u64>() > HOST_MAX {
-        return None;
-    }
-    let ia = bcast_index(&a.shape, &shape);
-    let ib = bcast_index(&b.shape, &shape);
-    if let Some(d) = cmp_dir(op) {
-        let va = a.as_f64();
-        let vb = b.as_f64();
-        let v = ia
-            .iter()
-            .zip(&ib)
-            .map(|(&i, &j)| {
-                let (x, y) = (va[i], vb[j]);
-                i64::from(match d {
-                    "EQ" => x == y,
-                    "LT" => x < y,
-                    "GT" => x > y,
-                    "LE" => x <= y,
-                    _ => x >= y,
-                })
-            })
-            .collect();
-        return Some(HostVal::ints(DType::Bool, shape, v));
-    }
-    if a.is_float() || b.is_float() || a.dt.is_float() {
-        let (va, vb) = (a.as_f64(), b.as_f64());
-        let v: Option<Vec<f64>> = ia
-            .iter()
-            .zip(&ib)
-            .map(|(&i, &j)| {
-                let (x, y) = (va[i], vb[j]);
-                Some(match op {
-                    "Add" => x + y,
-                    "Sub" => x - y,
-                    "Mul" => x * y,
-                    "Div" => x / y,
-                    "Pow" => x.powf(y),
-                    "Mod" if fmod => x % y,
-                    _ => return None,
-                })
-            })
-            .collect();
-        return Some(HostVal::floats(a.dt, shape, v?).cast(a.dt));
-    }
-    let (va, vb) = (a.as_i64(), b.as_i64());
-    let v: Option<Vec<i64>> = ia
-        .iter()
-        .zip(&ib)
-        .map(|(&i, &j)| {
-            let (x, y) = (va[i], vb[j]);
-            Some(match op {
-                "Add" => x.wrapping_add(y),
-                "Sub" => x.wrapping_sub(y),
-                "Mul" => x.wrapping_mul(y),
-                "Div" => x.checked_div(y)?,
-                "Mod" => {
-                    let r = x.checked_rem(y)?;
-                    if !fmod && r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
-                }
-                "And" | "BitwiseAnd" => x & y,
-                "Or" | "BitwiseOr" => x | y,
-                "Xor" | "BitwiseXor" => x ^ y,
-                "Max" => x.max(y),
-                "Min" => x.min(y),
-                _ => return None,
-            })
-        })
-        .collect();
-    Some(HostVal::ints(a.dt, shape, v?).cast(a.dt))
-}
-
 /// Broadcasts two operands to their common shape.
 pub(crate) fn bcast2(cx: &mut Cx<'_>, node: &Node, a: &T, b: &T) -> Result<(T, T), LowerError> {
     let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| {
@@ -248,7 +175,7 @@ pub(crate) fn emit_bin(
 fn binary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let op = node.op.as_str();
     if let (Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1))
-        && let Some(h) = host_bin(op, &a, &b, Cx::ai(node, "fmod", 0) == 1)
+        && let Some(h) = eval::binary(op, &a, &b, Cx::ai(node, "fmod", 0) == 1, HOST_MAX)
     {
         cx.set_host(node, 0, h);
         return Ok(());
@@ -270,7 +197,7 @@ fn variadic(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         let mut ok = true;
         for i in 1..n {
             let b = cx.need_host(node, i, "operand")?;
-            match host_bin(&node.op, &acc, &b, false) {
+            match eval::binary(&node.op, &acc, &b, false, HOST_MAX) {
                 Some(h) => acc = h,
                 None => ok = false,
             }
@@ -293,38 +220,6 @@ fn variadic(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     Ok(())
 }
 
-fn host_unary(op: &str, h: &HostVal) -> Option<HostVal> {
-    let f: fn(f64) -> f64 = match op {
-        "Neg" => |x| -x,
-        "Abs" => f64::abs,
-        "Floor" => f64::floor,
-        "Ceil" => f64::ceil,
-        "Sqrt" => f64::sqrt,
-        "Exp" => f64::exp,
-        "Log" => f64::ln,
-        "Reciprocal" => |x| 1.0 / x,
-        "Relu" => |x| x.max(0.0),
-        "Identity" | "Dropout" => |x| x,
-        "Not" => |x| f64::from(u8::from(x == 0.0)),
-        "Sign" => |x| {
-            if x > 0.0 {
-                1.0
-            } else if x < 0.0 {
-                -1.0
-            } else {
-                0.0
-            }
-        },
-        _ => return None,
-    };
-    if !h.is_float()
-        && !matches!(op, "Neg" | "Abs" | "Identity" | "Dropout" | "Not" | "Relu" | "Sign")
-    {
-        return None;
-    }
-    Some(HostVal::from_f64(h.dt, h.shape.clone(), h.as_f64().into_iter().map(f).collect()))
-}
-
 fn unary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let op = node.op.as_str();
     if op == "Dropout" {
@@ -342,7 +237,7 @@ fn unary(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         }
     }
     if let Some(h) = cx.host(node, 0)
-        && let Some(r) = host_unary(op, &h)
+        && let Some(r) = eval::unary(op, &h)
     {
         cx.set_host(node, 0, r);
         return Ok(());
@@ -555,8 +450,8 @@ fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Err(cx.unsup(node, "cast to string"));
     }
     let to = cx.cdt(to);
-    if let Some(h) = cx.host(node, 0) {
-        cx.set_host(node, 0, h.cast(to));
+    if let Some(h) = cx.host(node, 0).and_then(|h| h.cast(to)) {
+        cx.set_host(node, 0, h);
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
@@ -584,23 +479,11 @@ fn cast(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
 }
 
 fn where_(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
-    if let (Some(c), Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1), cx.host(node, 2)) {
-        let s1 = broadcast_shapes(&c.shape, &a.shape);
-        if let Some(shape) = s1.and_then(|s| broadcast_shapes(&s, &b.shape))
-            && shape.iter().product::<u64>() <= HOST_MAX
-        {
-            let (ic, ia, ib) = (
-                bcast_index(&c.shape, &shape),
-                bcast_index(&a.shape, &shape),
-                bcast_index(&b.shape, &shape),
-            );
-            let cv = c.as_i64();
-            let v: Vec<f64> = (0..ic.len())
-                .map(|k| if cv[ic[k]] != 0 { a.get_f(ia[k]) } else { b.get_f(ib[k]) })
-                .collect();
-            cx.set_host(node, 0, HostVal::from_f64(a.dt, shape, v));
-            return Ok(());
-        }
+    if let (Some(c), Some(a), Some(b)) = (cx.host(node, 0), cx.host(node, 1), cx.host(node, 2))
+        && let Some(h) = eval::select(&c, &a, &b, HOST_MAX)
+    {
+        cx.set_host(node, 0, h);
+        return Ok(());
     }
     let c = cx.inp(node, 0)?;
     let a = cx.inp(node, 1)?;

@@ -8,7 +8,7 @@ use super::{Rule, rule};
 use crate::LowerError;
 use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, Ty, arr, list};
-use crate::onnx::host::{HOST_MAX, HostVal, strides};
+use crate::onnx::host::{HOST_MAX, HostVal, checked_elems, eval, strides};
 
 pub(crate) const RULES: &[Rule] = &[
     rule("Gather", 1, gather),
@@ -61,24 +61,11 @@ fn gather(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     out.extend(&ity.shape);
     out.extend(&dty.shape[a + 1..]);
     if let (Some(d), Some(i)) = (cx.host(node, 0), cx.host(node, 1))
-        && out.iter().product::<u64>() <= HOST_MAX
+        && checked_elems(&out).is_some_and(|n| n <= HOST_MAX)
     {
-        let dim = dty.shape[a] as i64;
-        let idx: Vec<i64> = i.as_i64().iter().map(|&v| if v < 0 { v + dim } else { v }).collect();
-        if idx.iter().any(|&v| v < 0 || v >= dim) {
-            return Err(cx.invalid(node, "index out of range"));
-        }
-        let outer: usize = dty.shape[..a].iter().product::<u64>() as usize;
-        let inner: usize = dty.shape[a + 1..].iter().product::<u64>() as usize;
-        let mut src = Vec::new();
-        for o in 0..outer {
-            for &k in &idx {
-                for j in 0..inner {
-                    src.push((o * dim as usize + k as usize) * inner + j);
-                }
-            }
-        }
-        cx.set_host(node, 0, d.pick(out, &src));
+        let h = eval::gather(&d, &i, a, HOST_MAX)
+            .ok_or_else(|| cx.invalid(node, "index out of range"))?;
+        cx.set_host(node, 0, h);
         return Ok(());
     }
     let data = cx.inp(node, 0)?;

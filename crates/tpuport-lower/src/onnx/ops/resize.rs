@@ -240,7 +240,7 @@ fn resize(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
             let term = if w.iter().all(|&v| v == 1.0) {
                 g
             } else {
-                let wh = HostVal::floats(work_dt, vec![w.len() as u64], w);
+                let wh = HostVal::from_f64(work_dt, vec![w.len() as u64], w);
                 let wc = cx.e.const_host(&wh);
                 let wb = cx.e.broadcast_in_dim(&wc, &[a], g.shape());
                 cx.e.bin("multiply", &g, &wb)

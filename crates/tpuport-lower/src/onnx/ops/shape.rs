@@ -8,7 +8,7 @@ use super::{Rule, rule};
 use crate::LowerError;
 use crate::onnx::cx::{Cx, Src};
 use crate::onnx::emit::T;
-use crate::onnx::host::{HOST_MAX, HostVal, bcast_index, strides};
+use crate::onnx::host::{HOST_MAX, HostVal, eval};
 
 pub(crate) const RULES: &[Rule] = &[
     rule("Constant", 1, constant),
@@ -129,15 +129,6 @@ fn flatten(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     reshape_to(cx, node, vec![outer, inner])
 }
 
-/// Host-side data movement: output element `k` reads input flat index `src[k]`.
-fn host_move(h: &HostVal, shape: Vec<u64>, src: &[usize]) -> HostVal {
-    h.pick(shape, src)
-}
-
-fn coords(flat: usize, st: &[usize], shape: &[u64]) -> Vec<usize> {
-    st.iter().enumerate().map(|(i, &s)| (flat / s) % shape[i].max(1) as usize).collect()
-}
-
 fn transpose(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     let ty = cx.in_ty(node, 0)?;
     let r = ty.rank();
@@ -151,17 +142,8 @@ fn transpose(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     if perm.len() != r || perm.iter().any(|&p| p >= r || std::mem::replace(&mut seen[p], true)) {
         return Err(cx.invalid(node, format!("perm {perm:?} is not a permutation of rank {r}")));
     }
-    if let Some(h) = cx.host(node, 0) {
-        let out: Vec<u64> = perm.iter().map(|&p| ty.shape[p]).collect();
-        let (ost, ist) = (strides(&out), strides(&ty.shape));
-        let n = out.iter().product::<u64>() as usize;
-        let src: Vec<usize> = (0..n)
-            .map(|k| {
-                let c = coords(k, &ost, &out);
-                c.iter().enumerate().map(|(i, &ci)| ci * ist[perm[i]]).sum()
-            })
-            .collect();
-        cx.set_host(node, 0, host_move(&h, out, &src));
+    if let Some(h) = cx.host(node, 0).and_then(|h| eval::transpose(&h, &perm, HOST_MAX)) {
+        cx.set_host(node, 0, h);
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
@@ -219,19 +201,8 @@ fn concat(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     if cx.all_host(node) {
         let hs: Vec<HostVal> =
             present.iter().map(|&i| cx.need_host(node, i, "operand")).collect::<Result<_, _>>()?;
-        let mut out = hs[0].shape.clone();
-        out[axis] = hs.iter().map(|h| h.shape[axis]).sum();
-        if out.iter().product::<u64>() <= HOST_MAX {
-            let outer: usize = out[..axis].iter().product::<u64>() as usize;
-            let mut v = Vec::new();
-            for o in 0..outer {
-                for h in &hs {
-                    let inner: usize = h.shape[axis..].iter().product::<u64>() as usize;
-                    v.extend((o * inner..(o + 1) * inner).map(|k| h.get_f(k)));
-                }
-            }
-            let dt = hs[0].dt;
-            cx.set_host(node, 0, HostVal::from_f64(dt, out, v));
+        if let Some(h) = eval::concat(&hs.iter().collect::<Vec<_>>(), axis, HOST_MAX) {
+            cx.set_host(node, 0, h);
             return Ok(());
         }
     }
@@ -349,24 +320,20 @@ fn slice(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
                 if n <= 0 { 0 } else { ((n + stp[i] - 1) / stp[i]) as u64 }
             })
             .collect();
-        let (ost, ist) = (strides(&out), strides(&ty.shape));
-        let total = out.iter().product::<u64>() as usize;
-        let src: Vec<usize> = (0..total)
-            .map(|k| {
-                let c = coords(k, &ost, &out);
-                (0..r)
-                    .map(|i| {
-                        let mut p = st[i] + c[i] as i64 * stp[i];
-                        if rev.contains(&i) {
-                            p = ty.shape[i] as i64 - 1 - p;
-                        }
-                        p as usize * ist[i]
-                    })
-                    .sum()
+        // A reversed axis reads backwards from its last element.
+        let (start, step): (Vec<i64>, Vec<i64>) = (0..r)
+            .map(|i| {
+                if rev.contains(&i) {
+                    (ty.shape[i] as i64 - 1 - st[i], -stp[i])
+                } else {
+                    (st[i], stp[i])
+                }
             })
-            .collect();
-        cx.set_host(node, 0, host_move(&h, out, &src));
-        return Ok(());
+            .unzip();
+        if let Some(v) = eval::strided(&h, &out, &start, &step, HOST_MAX) {
+            cx.set_host(node, 0, v);
+            return Ok(());
+        }
     }
     let mut x = cx.inp(node, 0)?;
     if !rev.is_empty() {
@@ -392,11 +359,8 @@ fn expand(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     if crate::onnx::host::checked_elems(&out).is_none() {
         return Err(cx.invalid(node, format!("target shape {out:?} overflows")));
     }
-    if let Some(h) = cx.host(node, 0)
-        && out.iter().product::<u64>() <= HOST_MAX
-    {
-        let src = bcast_index(&h.shape, &out);
-        cx.set_host(node, 0, h.pick(out, &src));
+    if let Some(h) = cx.host(node, 0).and_then(|h| eval::broadcast_to(&h, &out, HOST_MAX)) {
+        cx.set_host(node, 0, h);
         return Ok(());
     }
     let x = cx.inp(node, 0)?;
@@ -578,7 +542,7 @@ fn range(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
     }
     let n = ((li - st) / de).ceil().max(0.0) as u64;
     if n > HOST_MAX {
-        let dt = cx.cdt(s.dt);
+        let dt = cx.cdt(s.dtype);
         let io = cx.e.iota(dt, &[n], 0);
         let dv = cx.e.splat(dt, &[n], de);
         let sv = cx.e.splat(dt, &[n], st);
@@ -588,7 +552,7 @@ fn range(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         return Ok(());
     }
     let v: Vec<f64> = (0..n).map(|i| st + i as f64 * de).collect();
-    cx.set_host(node, 0, HostVal::from_f64(s.dt, vec![n], v));
+    cx.set_host(node, 0, HostVal::from_f64(s.dtype, vec![n], v));
     Ok(())
 }
 
