@@ -406,7 +406,7 @@ pub(crate) fn lower(
         ));
         // A bound value small enough to fold (as a small weight would be) is a host value
         // from here on; the argument stays in the signature.
-        if let Some(h) = cx.known.get(&v.name).filter(|h| host_sized(h.dt, h.len() as u64)) {
+        if let Some(h) = cx.known.get(&v.name).filter(|h| host_sized(h.dtype, h.len() as u64)) {
             folded.push((v.name.clone(), h.clone()));
             continue;
         }
