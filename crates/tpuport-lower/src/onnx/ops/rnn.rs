@@ -31,6 +31,10 @@
 //! (a `gather` reverses each sequence within its length); like onnxruntime, a length of 0
 //! gives zero `Y_h` / `Y_c`.
 //!
+//! `ReverseSequence` (opset 10+; tf2onnx emits it for the backward half of a Keras
+//! `Bidirectional` layer) reverses the first `sequence_lens[b]` steps of each batch entry along
+//! `time_axis` with the same `gather` as the reverse direction above.
+//!
 //! Opsets 1 to 22 share these semantics (`output_sequence` of opset 1 only says whether `Y`
 //! is wanted, `layout` exists from opset 14).
 
@@ -44,8 +48,12 @@ use crate::LowerError;
 use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, Ty};
 
-pub(crate) const RULES: &[Rule] =
-    &[rule("RNN", 1, rnn), rule("GRU", 1, gru), rule("LSTM", 1, lstm)];
+pub(crate) const RULES: &[Rule] = &[
+    rule("RNN", 1, rnn),
+    rule("GRU", 1, gru),
+    rule("LSTM", 1, lstm),
+    rule("ReverseSequence", 10, reverse_sequence),
+];
 
 fn rnn<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
     recurrent(cx, node, Kind::Rnn)
@@ -287,6 +295,44 @@ fn reverse_time(cx: &mut Cx<'_>, x: &T, lens: Option<&T>) -> T {
     let idx = e.concat(&[&it, &ib], 2);
     let attr = gather_attr(&[2], &[0, 1], &[0, 1], 2, &[1, 1, f as i64]);
     e.op_full("gather", &[x, &idx], &attr, &Ty::new(x.dt(), vec![s, b, f]))
+}
+
+/// `ReverseSequence(input, sequence_lens)` with `batch_axis` / `time_axis`.
+fn reverse_sequence<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
+    let x = cx.inp(node, 0)?;
+    let r = x.rank();
+    if r < 2 {
+        return Err(cx.invalid(node, format!("input has rank {r}; at least 2 needed")));
+    }
+    let ba = cx.axis(node, Cx::ai(node, "batch_axis", 1), r)?;
+    let ta = cx.axis(node, Cx::ai(node, "time_axis", 0), r)?;
+    if ba == ta {
+        return Err(cx.invalid(node, "batch_axis and time_axis are the same"));
+    }
+    let lens = cx.inp(node, 1)?;
+    if lens.shape() != [x.shape()[ba]] {
+        return Err(cx.invalid(
+            node,
+            format!("sequence_lens has shape {:?} for batch {}", lens.shape(), x.shape()[ba]),
+        ));
+    }
+    let lens = cx.e.convert(&lens, DType::I32);
+    // [time, batch, rest...] -> [time, batch, F], reversed, and back.
+    let mut perm = vec![ta, ba];
+    perm.extend((0..r).filter(|&i| i != ta && i != ba));
+    let xt = cx.e.transpose(&x, &perm);
+    let moved = xt.shape().to_vec();
+    let f: u64 = moved[2..].iter().product();
+    let x3 = cx.e.reshape(&xt, &[moved[0], moved[1], f]);
+    let y3 = reverse_time(cx, &x3, Some(&lens));
+    let yt = cx.e.reshape(&y3, &moved);
+    let mut inv = vec![0; r];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    let y = cx.e.transpose(&yt, &inv);
+    cx.set(node, 0, y);
+    Ok(())
 }
 
 /// `x[.., k·H .. (k+1)·H]` along the last axis.
