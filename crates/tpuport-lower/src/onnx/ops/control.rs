@@ -76,14 +76,26 @@ fn fit(cx: &mut Cx<'_>, node: &Node, v: T, want: &Ty, what: &str) -> Result<T, L
 
 /// `If` on a condition computed from data: `stablehlo.if` with both branches as regions.
 fn if_data<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
-    let c = cx.inp(node, 0)?;
-    let c = scalar(cx, node, &c, DType::Bool, "the condition")?;
+    // Both branches must give each output one static type; when they do not (a branch that
+    // only fits other input shapes, like an 8 kHz path fed 16 kHz frames), the condition must
+    // be known so that only the taken branch is lowered.
     let mut tys = Vec::with_capacity(node.outputs.len());
     for k in 0..node.outputs.len() {
-        tys.push(cx.out_ty(node, k).map_err(|e| {
-            cx.unsup(node, format!("output {k} of a data-dependent If needs one static shape for both branches ({e})"))
-        })?);
+        match cx.out_ty(node, k) {
+            Ok(t) => tys.push(t),
+            Err(_) => {
+                let what = format!(
+                    "the condition of an If whose branches give output {k} different or unknown shapes"
+                );
+                return Err(cx
+                    .need_host(node, 0, &what)
+                    .err()
+                    .unwrap_or_else(|| cx.unsup(node, what)));
+            }
+        }
     }
+    let c = cx.inp(node, 0)?;
+    let c = scalar(cx, node, &c, DType::Bool, "the condition")?;
     let r = cx.e.open_regions("if", &[&c], tys.len());
     for (bi, name) in ["then_branch", "else_branch"].into_iter().enumerate() {
         if bi == 1 {
