@@ -444,6 +444,15 @@ pub(crate) fn lower(
             ty.clone(),
             ArgBinding { source: ArgSource::Input(v.name.clone()), dtype, shape },
         ));
+        // A bound value stands in for the argument everywhere, so what depends on it (an
+        // `If` on `sr == 16000`, a shape computed from it) is evaluated at lowering time.
+        if let Some(h) = cx.known.get(&v.name)
+            && h.dt == ty.dt
+            && h.shape == ty.shape
+        {
+            cx.vals.insert(v.name.clone(), Src::Host(h.clone()));
+            continue;
+        }
         let t = T { name: arg, ty };
         let t = if cx.cdt(dtype) != dtype { cx.e.convert(&t, cx.cdt(dtype)) } else { t };
         cx.vals.insert(v.name.clone(), Src::Ssa(t));

@@ -89,10 +89,14 @@ pub fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     cx::lower(model, opts, &[])
 }
 
-/// Like [`lower`], with the values of some graph inputs known at lowering time. They are used
-/// only where an op needs a static operand (Reshape's shape, Slice's starts, reduction axes,
-/// Pad's pads, ...); the inputs stay module arguments. This is how a static compiler handles
-/// models (like the ONNX node tests) that feed such operands from graph inputs.
+/// Like [`lower`], with the values of some graph inputs known at lowering time. Where the
+/// value has the input's type and shape, the lowering treats it as a constant: ops that need a
+/// static operand (Reshape's shape, Slice's starts, reduction axes, Pad's pads, ...) read it,
+/// and what is computed from it is evaluated at lowering time, so an `If` on `sr == 16000`
+/// lowers only the taken branch. The inputs stay module arguments (the signature does not
+/// change), but running the module with another value gives the bound value's results. This is
+/// how a static compiler handles models (like the ONNX node tests) that feed such operands from
+/// graph inputs, and models with a branch per value of a scalar input.
 ///
 /// # Errors
 /// As [`lower`]; [`LowerError::Invalid`] for a bound value of an unsupported dtype.
