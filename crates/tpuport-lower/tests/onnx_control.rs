@@ -222,3 +222,37 @@ fn lstm_with_constant_weights_matches_a_hand_computed_step() {
     assert_eq!(out[0].len(), 4 * 2);
     assert_eq!(out[1], out[0][6..8], "Y_h is the last step of Y");
 }
+
+#[test]
+fn recurrent_output_shapes_are_inferred() {
+    let shape_of = |g: &G, name: &str| {
+        let v = g.m.graph.values.iter().find(|v| v.name == name).unwrap();
+        v.ty.shape.as_ref().and_then(Shape::as_fixed)
+    };
+    // layout 1, bidirectional: X [batch 5, seq 4, input 3], hidden 2.
+    let mut g = G::new(17);
+    g.input("x", DType::F32, &[5, 4, 3])
+        .weight("w", &f32s(&[2, 8, 3], &[0.0; 48]))
+        .weight("r", &f32s(&[2, 8, 2], &[0.0; 32]))
+        .node(
+            "LSTM",
+            &["x", "w", "r"],
+            &["y", "yh", "yc"],
+            vec![("layout", Attr::Int(1)), ("direction", Attr::Str("bidirectional".into()))],
+        )
+        .output("y");
+    tpuport_formats::onnx::infer_shapes(&mut g.m, &ImportOptions::default());
+    assert_eq!(shape_of(&g, "y"), Some(vec![5, 4, 2, 2]));
+    assert_eq!(shape_of(&g, "yh"), Some(vec![5, 2, 2]));
+    assert_eq!(shape_of(&g, "yc"), Some(vec![5, 2, 2]));
+    // layout 0, one direction, hidden size from the attribute.
+    let mut g = G::new(17);
+    g.input("x", DType::F32, &[4, 5, 3])
+        .weight("w", &f32s(&[1, 6, 3], &[0.0; 18]))
+        .weight("r", &f32s(&[1, 6, 2], &[0.0; 12]))
+        .node("GRU", &["x", "w", "r"], &["y", "yh"], vec![("hidden_size", Attr::Int(2))])
+        .output("y");
+    tpuport_formats::onnx::infer_shapes(&mut g.m, &ImportOptions::default());
+    assert_eq!(shape_of(&g, "y"), Some(vec![4, 1, 5, 2]));
+    assert_eq!(shape_of(&g, "yh"), Some(vec![1, 5, 2]));
+}
