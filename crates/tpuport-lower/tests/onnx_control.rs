@@ -256,3 +256,22 @@ fn recurrent_output_shapes_are_inferred() {
     assert_eq!(shape_of(&g, "y"), Some(vec![4, 1, 5, 2]));
     assert_eq!(shape_of(&g, "yh"), Some(vec![1, 5, 2]));
 }
+
+#[test]
+fn loop_with_only_a_trip_count_and_a_scan_output() {
+    // Loop(M) with neither a condition nor loop-carried values (trailing inputs omitted).
+    let mut body = G::new(17);
+    body.input("i", DType::I64, &[]).input("c", DType::Bool, &[]);
+    outer(&mut body, "two", DType::I64, &[]);
+    body.node("Mul", &["i", "two"], &["s"], vec![])
+        .node("Identity", &["c"], &["co"], vec![])
+        .output("co")
+        .output("s");
+    let mut g = G::new(17);
+    g.input("x", DType::F32, &[1]).weight("m", &i64s(&[], &[3])).weight("two", &i64s(&[], &[2]));
+    g.node("Loop", &["m"], &["s_all"], vec![]);
+    attach(&mut g, "body", body.m.graph);
+    g.node("Identity", &["x"], &["xo"], vec![]).output("s_all").output("xo");
+    let low = lowered(&mut g, &[]).unwrap();
+    assert_eq!(run(&g, &low, &[("x", f32s(&[1], &[0.5]))])[0], [0.0, 2.0, 4.0]);
+}

@@ -264,7 +264,7 @@ fn unroll<'m>(
     trip: i64,
     mut cond: bool,
 ) -> Result<Unrolled, LowerError> {
-    let n = node.inputs.len() - 2;
+    let n = node.inputs.len().saturating_sub(2);
     let names_in: Vec<String> = body.inputs.iter().map(|&v| body.value(v).name.clone()).collect();
     let names_out: Vec<String> = body.outputs.iter().map(|&v| body.value(v).name.clone()).collect();
     let k = names_out.len() - 1 - n;
@@ -345,7 +345,7 @@ fn while_loop<'m>(
     body: &'m Graph,
     trip: Option<i64>,
 ) -> Result<(), LowerError> {
-    let n = node.inputs.len() - 2;
+    let n = node.inputs.len().saturating_sub(2);
     let names_in: Vec<String> = body.inputs.iter().map(|&v| body.value(v).name.clone()).collect();
     let names_out: Vec<String> = body.outputs.iter().map(|&v| body.value(v).name.clone()).collect();
     let k = names_out.len() - 1 - n;

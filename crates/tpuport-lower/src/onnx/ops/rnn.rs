@@ -397,6 +397,11 @@ fn initial(cx: &mut Cx<'_>, node: &Node, i: usize, s: &Setup, dt: DType) -> Resu
     let Some(v) = cx.opt_inp(node, i)? else {
         return Ok(cx.e.splat(dt, &want, 0.0));
     };
+    if v.rank() != 3 {
+        return Err(
+            cx.invalid(node, format!("initial state {i} has shape {:?}, not rank 3", v.shape()))
+        );
+    }
     let v = if s.layout == 1 { cx.e.transpose(&v, &[1, 0, 2]) } else { v };
     if v.shape() != want {
         return Err(cx.invalid(
