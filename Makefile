@@ -27,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs
+.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -69,7 +69,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport
@@ -126,6 +126,17 @@ conformance-cases: venv
 lower-refs: venv
 	@test -d $(FIX_LINK)/torch || { echo "error: $(FIX_LINK)/torch missing: run make fixtures"; exit 2; }
 	cd /tmp && $(abspath $(VPY)) $(abspath scripts/lower_refs.py) --fixtures $(abspath $(FIX_LINK))
+
+# Recurrent and control-flow models with onnxruntime outputs for crates/tpuport-lower/tests/
+# onnx_recurrent.rs (scripts/recurrent_models.py: single LSTM/GRU/RNN nodes, PyTorch exports from
+# both exporters, Keras through tf2onnx, the VAD models of the silero-vad and faster-whisper
+# wheels), in a cache dir keyed by the script and the exporters' versions; a rerun is a no-op.
+RNN_PKGS := numpy|onnx|onnxruntime|onnxscript|torch|tensorflow-cpu|tf2onnx
+RNN_HASH := $(shell { grep -E '^($(RNN_PKGS))==' $(REQS); cat scripts/recurrent_models.py; } 2>/dev/null | sha256sum | cut -c1-16)
+export TPUPORT_RECURRENT := $(CACHE_ROOT)/recurrent-$(RNN_HASH)
+recurrent-models: venv
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/recurrent_models.py) --out $(TPUPORT_RECURRENT) >/dev/null
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'recurrent-*' ! -name 'recurrent-$(RNN_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 # torch_xla 2.9.0 needs torch 2.9.0, the project venv has a newer torch: a second venv (multi-GB).
 VENV_XLA := .venv-xla

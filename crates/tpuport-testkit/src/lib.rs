@@ -72,5 +72,33 @@ pub fn position_checksum(b: &[u8]) -> u64 {
         .fold(0, u64::wrapping_add)
 }
 
+/// A generated reference set: `$env` when set (it must hold `marker`), else the newest
+/// `<cache>/tpuport/<prefix>*` directory holding `marker`, where `<cache>` is
+/// `$XDG_CACHE_HOME` or `~/.cache`. Panics naming `make <target>` when there is none.
+#[must_use]
+pub fn generated(env: &str, prefix: &str, marker: &str, target: &str) -> PathBuf {
+    if let Some(d) = std::env::var_os(env) {
+        let d = PathBuf::from(d);
+        assert!(d.join(marker).is_file(), "{} incomplete: run `make {target}`", d.display());
+        return d;
+    }
+    let root = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .expect("neither XDG_CACHE_HOME nor HOME is set")
+        .join("tpuport");
+    std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+                && p.join(marker).is_file()
+        })
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| panic!("no {prefix}* under {}: run `make {target}`", root.display()))
+}
+
 pub mod docs;
 pub mod graph;

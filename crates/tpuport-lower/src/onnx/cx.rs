@@ -21,6 +21,19 @@ pub(crate) enum Src {
     Weight(WeightId),
 }
 
+/// The value environment saved before a region.
+#[derive(Debug)]
+pub(crate) struct Scope(HashMap<String, Src>);
+
+/// Saved state for [`Cx::rollback`].
+#[derive(Debug)]
+pub(crate) struct Checkpoint {
+    emit: (usize, usize),
+    vals: HashMap<String, Src>,
+    args: usize,
+    graphs: usize,
+}
+
 /// The lowering context.
 #[derive(Debug)]
 pub(crate) struct Cx<'m> {
@@ -301,6 +314,47 @@ impl<'m> Cx<'m> {
         Ok(())
     }
 
+    // ---- regions and undo ----
+
+    /// The values defined so far, before lowering a region (see [`Cx::leave_region`]).
+    pub(crate) fn enter_region(&self) -> Scope {
+        Scope(self.vals.clone())
+    }
+
+    /// Forgets what a region defined: SSA values made inside it are not visible after it.
+    /// Weights it bound as module arguments stay bound (arguments are visible everywhere).
+    pub(crate) fn leave_region(&mut self, scope: Scope) {
+        let args: Vec<(String, Src)> = self
+            .vals
+            .iter()
+            .filter(|(k, v)| {
+                matches!(v, Src::Ssa(t) if t.name.starts_with("%arg"))
+                    && !matches!(scope.0.get(*k), Some(Src::Ssa(_)))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.vals = scope.0;
+        self.vals.extend(args);
+    }
+
+    /// A point to return to when an attempt (unrolling a loop) fails.
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            emit: self.e.mark(),
+            vals: self.vals.clone(),
+            args: self.args.len(),
+            graphs: self.graphs.len(),
+        }
+    }
+
+    /// Undoes everything emitted and bound since `c`.
+    pub(crate) fn rollback(&mut self, c: Checkpoint) {
+        self.e.reset(c.emit);
+        self.vals = c.vals;
+        self.args.truncate(c.args);
+        self.graphs.truncate(c.graphs);
+    }
+
     // ---- attributes ----
 
     pub(crate) fn ai(node: &Node, name: &str, d: i64) -> i64 {
@@ -404,9 +458,13 @@ pub(crate) fn lower(
             ty.clone(),
             ArgBinding { source: ArgSource::Input(v.name.clone()), dtype, shape },
         ));
-        // A bound value small enough to fold (as a small weight would be) is a host value
-        // from here on; the argument stays in the signature.
-        if let Some(h) = cx.known.get(&v.name).filter(|h| host_sized(h.dtype, h.len() as u64)) {
+        // A bound value of the input's type and shape that is small enough to fold (as a small
+        // weight would be) is a host value from here on, so what depends on it (an `If` on
+        // `sr == 16000`, a shape computed from it) is evaluated at lowering time; the argument
+        // stays in the signature.
+        if let Some(h) = cx.known.get(&v.name).filter(|h| {
+            h.dtype == ty.dt && h.shape == ty.shape && host_sized(h.dtype, h.len() as u64)
+        }) {
             folded.push((v.name.clone(), h.clone()));
             continue;
         }

@@ -476,6 +476,105 @@ impl Emitter {
             &Ty::new(dt, shape.to_vec()),
         )
     }
+
+    /// `stablehlo.dynamic_slice` of `x` at scalar `starts` (one per dim) with static `sizes`.
+    pub(crate) fn dynamic_slice(&mut self, x: &T, starts: &[&T], sizes: &[u64]) -> T {
+        let mut ops = vec![x];
+        ops.extend_from_slice(starts);
+        let s: Vec<i64> = sizes.iter().map(|&d| d as i64).collect();
+        self.op_full(
+            "dynamic_slice",
+            &ops,
+            &format!("slice_sizes = {}", arr(&s)),
+            &Ty::new(x.dt(), sizes.to_vec()),
+        )
+    }
+
+    /// `stablehlo.dynamic_update_slice`: `x` with `update` written at scalar `starts`.
+    pub(crate) fn dynamic_update_slice(&mut self, x: &T, update: &T, starts: &[&T]) -> T {
+        let mut ops = vec![x, update];
+        ops.extend_from_slice(starts);
+        self.op("dynamic_update_slice", &ops, &x.ty.clone())
+    }
+
+    /// `stablehlo.reverse` along `dims`.
+    pub(crate) fn reverse(&mut self, x: &T, dims: &[usize]) -> T {
+        let d: Vec<i64> = dims.iter().map(|&p| p as i64).collect();
+        self.op_full("reverse", &[x], &format!("dimensions = {}", arr(&d)), &x.ty.clone())
+    }
+
+    // ---- ops with regions (`stablehlo.while`, `stablehlo.if`, `stablehlo.case`) ----
+    //
+    // Written in this order: `open_regions`, then per region an optional `block` (entry block
+    // arguments), its body ops, `end_region` (the `stablehlo.return`), and `next_region` before
+    // every region but the first; `close_regions` writes the signature and returns the results.
+    // Region bodies may use values defined above them (StableHLO's control-flow regions are not
+    // isolated from above); values defined inside a region are not visible after it.
+
+    /// Starts `%r = "stablehlo.<name>"(operands) ({` with `n_results` results.
+    pub(crate) fn open_regions(&mut self, name: &str, operands: &[&T], n_results: usize) -> String {
+        let r = self.fresh();
+        self.pad();
+        let ops = operands.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+        let lhs = if n_results == 1 { r.clone() } else { format!("{r}:{n_results}") };
+        let _ = writeln!(self.body, "{lhs} = \"stablehlo.{name}\"({ops}) ({{");
+        self.indent += 1;
+        r
+    }
+
+    /// The entry block of the current region, with one argument per type.
+    pub(crate) fn block(&mut self, tys: &[Ty]) -> Vec<T> {
+        let args: Vec<T> = tys.iter().map(|t| T { name: self.fresh(), ty: t.clone() }).collect();
+        let decl = args.iter().map(|a| format!("{}: {}", a.name, a.ty.mlir())).collect::<Vec<_>>();
+        self.indent -= 1;
+        self.pad();
+        self.indent += 1;
+        let _ = writeln!(self.body, "^bb0({}):", decl.join(", "));
+        args
+    }
+
+    /// Ends the current region by returning `vals`.
+    pub(crate) fn end_region(&mut self, vals: &[&T]) {
+        self.pad();
+        let names = vals.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+        let tys = vals.iter().map(|t| t.ty.mlir()).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(self.body, "\"stablehlo.return\"({names}) : ({tys}) -> ()");
+        self.indent -= 1;
+    }
+
+    /// Starts the next region of the op.
+    pub(crate) fn next_region(&mut self) {
+        self.pad();
+        self.body.push_str("}, {\n");
+        self.indent += 1;
+    }
+
+    /// Ends the op opened as `r` with `operands`, giving results of types `results`.
+    pub(crate) fn close_regions(&mut self, r: &str, operands: &[&T], results: &[Ty]) -> Vec<T> {
+        self.pad();
+        let tys = operands.iter().map(|t| t.ty.mlir()).collect::<Vec<_>>().join(", ");
+        let rtys = results.iter().map(Ty::mlir).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(self.body, "}}) : ({tys}) -> ({rtys})");
+        if results.len() == 1 {
+            return vec![T { name: r.to_owned(), ty: results[0].clone() }];
+        }
+        results
+            .iter()
+            .enumerate()
+            .map(|(i, t)| T { name: format!("{r}#{i}"), ty: t.clone() })
+            .collect()
+    }
+
+    /// Where the body ends and how deep regions nest, to undo a failed attempt.
+    pub(crate) fn mark(&self) -> (usize, usize) {
+        (self.body.len(), self.indent)
+    }
+
+    /// Drops everything written since `mark`.
+    pub(crate) fn reset(&mut self, mark: (usize, usize)) {
+        self.body.truncate(mark.0);
+        self.indent = mark.1;
+    }
 }
 
 fn bool_lit(shape: &[u64], bytes: &[u8]) -> String {

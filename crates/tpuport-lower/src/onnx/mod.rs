@@ -62,7 +62,7 @@ pub fn lower(model: &Model, opts: &LowerOptions) -> Result<Lowered, LowerError> 
 /// Like [`lower`], with the values of some graph inputs known at lowering time: the module is
 /// specialised to them. A small value (up to 64 elements, or an integer or boolean tensor up
 /// to the host-evaluation limit) is folded like a small weight, so shape computations on it run
-/// at lowering time; a larger one is used only where an op needs a static operand (Reshape's
+/// at lowering time (an `If` on `sr == 16000` lowers only the taken branch); a larger one is used only where an op needs a static operand (Reshape's
 /// shape, Slice's starts, reduction axes, Pad's pads, ...). Every input stays a module
 /// argument, so the signature is the same as [`lower`]'s. This is how a static compiler
 /// handles models (like the ONNX node tests) that feed such operands from graph inputs: lower,

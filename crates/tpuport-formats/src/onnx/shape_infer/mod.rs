@@ -21,6 +21,7 @@ mod elementwise;
 mod index_ops;
 mod nn;
 mod reduce;
+mod rnn;
 mod shape_ops;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -412,6 +413,7 @@ fn rule(op: &str) -> Option<Rule> {
         | "RMSNormalization" => nn::layer_norm,
         "MatMul" | "MatMulInteger" => nn::matmul,
         "Gemm" => nn::gemm,
+        "RNN" | "GRU" | "LSTM" => rnn::recurrent,
         "Einsum" => nn::einsum,
         "Dropout" => ew::dropout,
         "Where" => ew::where_,

@@ -253,7 +253,21 @@ fn chlo(cx: &mut Cx<'_>, name: &str, x: &T) -> T {
 }
 
 pub(crate) fn emit_unary(cx: &mut Cx<'_>, node: &Node, op: &str, x: &T) -> Result<T, LowerError> {
-    let alpha = |d: f64| Cx::af(node, "alpha", d);
+    emit_unary_with(cx, node, op, x, None, None)
+}
+
+/// [`emit_unary`] with `alpha` / `beta` given instead of read from the node's attributes of
+/// those names (the recurrent ops pass their `activation_alpha` / `activation_beta` entries).
+pub(crate) fn emit_unary_with(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    op: &str,
+    x: &T,
+    alpha_given: Option<f64>,
+    beta_given: Option<f64>,
+) -> Result<T, LowerError> {
+    let alpha = |d: f64| alpha_given.unwrap_or_else(|| Cx::af(node, "alpha", d));
+    let beta = |d: f64| beta_given.unwrap_or_else(|| Cx::af(node, "beta", d));
     let e = &mut cx.e;
     Ok(match op {
         "Identity" | "Dropout" => x.clone(),
@@ -350,11 +364,7 @@ pub(crate) fn emit_unary(cx: &mut Cx<'_>, node: &Node, op: &str, x: &T) -> Resul
             }
         }
         "HardSigmoid" | "HardSwish" => {
-            let (a, b) = if op == "HardSwish" {
-                (1.0 / 6.0, 0.5)
-            } else {
-                (alpha(0.2), Cx::af(node, "beta", 0.5))
-            };
+            let (a, b) = if op == "HardSwish" { (1.0 / 6.0, 0.5) } else { (alpha(0.2), beta(0.5)) };
             let av = e.like(x, a);
             let bv = e.like(x, b);
             let z = e.like(x, 0.0);

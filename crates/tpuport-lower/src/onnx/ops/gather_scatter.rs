@@ -29,7 +29,7 @@ fn norm_idx(cx: &mut Cx<'_>, idx: &T, dim: u64) -> T {
     cx.e.select(&neg, &w, &i)
 }
 
-fn gather_attr(
+pub(crate) fn gather_attr(
     offset: &[i64],
     collapsed: &[i64],
     start_map: &[i64],

@@ -17,6 +17,7 @@ pub(crate) mod matmul;
 pub(crate) mod normalization;
 pub(crate) mod reduction;
 pub(crate) mod resize;
+pub(crate) mod rnn;
 pub(crate) mod shape;
 
 /// A lowering function.
@@ -36,7 +37,7 @@ pub(crate) const fn rule(op: &'static str, since: i64, f: LowerFn) -> Rule {
     Rule { op, since, f }
 }
 
-pub(crate) fn families() -> [(&'static str, &'static [Rule]); 11] {
+pub(crate) fn families() -> [(&'static str, &'static [Rule]); 12] {
     [
         ("elementwise", elementwise::RULES),
         ("matmul", matmul::RULES),
@@ -49,6 +50,7 @@ pub(crate) fn families() -> [(&'static str, &'static [Rule]); 11] {
         ("loss", loss::RULES),
         ("attention", attention::RULES),
         ("resize", resize::RULES),
+        ("rnn", rnn::RULES),
     ]
 }
 

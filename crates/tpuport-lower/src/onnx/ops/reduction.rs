@@ -7,6 +7,7 @@ use super::{Rule, rule};
 use crate::LowerError;
 use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, max_of, min_of};
+use crate::onnx::host::{HostVal, strides};
 
 pub(crate) const RULES: &[Rule] = &[
     rule("ReduceSum", 1, reduce),
@@ -57,9 +58,8 @@ pub(crate) fn keep(cx: &mut Cx<'_>, r: &T, shape: &[u64], dims: &[usize]) -> T {
     cx.e.reshape(r, &ks)
 }
 
-fn reduce(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
-    let x = cx.inp(node, 0)?;
-    let r = x.rank();
+/// The reduced dims of a Reduce node on input of rank `r`; `None` for a no-op.
+fn reduce_dims(cx: &Cx<'_>, node: &Node, r: usize) -> Result<Option<Vec<usize>>, LowerError> {
     let axes = if let Some(a) = Cx::ais(node, "axes") {
         Some(a)
     } else if cx.has(node, 1) {
@@ -68,7 +68,7 @@ fn reduce(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
         None
     };
     let noop = Cx::ai(node, "noop_with_empty_axes", 0) == 1;
-    let dims: Vec<usize> = match axes {
+    Ok(match axes {
         Some(a) if !a.is_empty() => {
             let mut d = Vec::new();
             for v in a {
@@ -76,13 +76,64 @@ fn reduce(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
             }
             d.sort_unstable();
             d.dedup();
-            d
+            Some(d)
         }
-        _ if noop => {
-            cx.set(node, 0, x);
-            return Ok(());
+        _ if noop => None,
+        _ => Some((0..r).collect()),
+    })
+}
+
+/// Integer Sum/Prod/Max/Min of a host value (shape arithmetic such as tf2onnx's
+/// `ReduceProd` of gathered dims), evaluated at lowering time.
+fn host_reduce(cx: &mut Cx<'_>, node: &Node) -> Result<bool, LowerError> {
+    let Some(h) = cx.host(node, 0) else { return Ok(false) };
+    let op = node.op.as_str();
+    if h.is_float() || !matches!(op, "ReduceSum" | "ReduceProd" | "ReduceMax" | "ReduceMin") {
+        return Ok(false);
+    }
+    let Some(dims) = reduce_dims(cx, node, h.shape.len())? else {
+        cx.set_host(node, 0, h);
+        return Ok(true);
+    };
+    let kept: Vec<u64> =
+        h.shape.iter().enumerate().map(|(i, &d)| if dims.contains(&i) { 1 } else { d }).collect();
+    let (src, dst) = (strides(&h.shape), strides(&kept));
+    let n = kept.iter().product::<u64>() as usize;
+    let mut acc: Vec<Option<i64>> = vec![None; n];
+    for (flat, v) in h.as_i64().into_iter().enumerate() {
+        let mut o = 0;
+        for (i, (&s, &k)) in src.iter().zip(&dst).enumerate() {
+            if !dims.contains(&i) {
+                o += (flat / s) % h.shape[i] as usize * k;
+            }
         }
-        _ => (0..r).collect(),
+        acc[o] = Some(match (acc[o], op) {
+            (None, _) => v,
+            (Some(a), "ReduceSum") => a.wrapping_add(v),
+            (Some(a), "ReduceProd") => a.wrapping_mul(v),
+            (Some(a), "ReduceMax") => a.max(v),
+            (Some(a), _) => a.min(v),
+        });
+    }
+    let empty = if op == "ReduceProd" { 1 } else { 0 };
+    let vals = acc.into_iter().map(|a| a.unwrap_or(empty)).collect();
+    let shape = if Cx::ai(node, "keepdims", 1) == 1 {
+        kept
+    } else {
+        h.shape.iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &d)| d).collect()
+    };
+    cx.set_host(node, 0, HostVal::ints(h.dtype, shape, vals));
+    Ok(true)
+}
+
+fn reduce(cx: &mut Cx<'_>, node: &Node) -> Result<(), LowerError> {
+    if host_reduce(cx, node)? {
+        return Ok(());
+    }
+    let x = cx.inp(node, 0)?;
+    let Some(dims) = reduce_dims(cx, node, x.rank())? else {
+        cx.set(node, 0, x);
+        return Ok(());
     };
     let keepdims = Cx::ai(node, "keepdims", 1) == 1;
     let n: u64 = dims.iter().map(|&d| x.shape()[d]).product();
