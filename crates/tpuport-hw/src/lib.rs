@@ -7,6 +7,8 @@
 //!   file on top (`--catalog FILE`): prices are low confidence and meant to be overridden.
 //! - [`Slice`]: accelerator-type names (`v5e-8`, `v5litepod-16`, `v5p-8`, `v6e-2x4`,
 //!   `v4-2x2x1`, `tpu7x-8`) and their chips, hosts, topology, wraparound and ICI links.
+//! - [`CompileTarget`]: a slice as libtpu's topology description takes it (`v5e-8` →
+//!   `v5e:2x4` with its create options), for ahead-of-time compilation without a TPU.
 //! - [`tiling`]: XLA/TPU layout padding ((8,128) tiles, per-dtype row tiles per generation,
 //!   compact small tiles, MXU 128 vs 256) and MXU utilization of a padded matmul.
 //!
@@ -36,6 +38,7 @@
 
 mod catalog;
 mod chip;
+mod compile_target;
 mod docs;
 mod error;
 mod reader;
@@ -44,9 +47,10 @@ pub mod tiling;
 mod units;
 
 pub use catalog::{BUILTIN_ORIGIN, BUILTIN_TOML, Catalog, MAX_CATALOG_BYTES};
+pub use compile_target::CompileTarget;
 pub use chip::{
-    Chip, ChipKind, Confidence, HBM_BUDGET_FRACTION, Peak, Price, SliceNaming, Tiling,
-    TopologyFamily, VmShape, Wraparound,
+    Chip, ChipKind, Confidence, HBM_BUDGET_FRACTION, LibtpuNaming, Peak, Price, SliceNaming,
+    Tiling, TopologyFamily, VmShape, Wraparound,
 };
 pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
 pub use error::HwError;
