@@ -117,7 +117,10 @@ fn render(p: &OpShardingProto) -> String {
                 s.push_str(&list(&p.tile_assignment_devices));
             } else {
                 s.push_str(&format!("<=[{}]", list(&p.iota_reshape_dims)));
-                if !p.iota_transpose_perm.is_empty() {
+                let identity = p.iota_transpose_perm.iter().enumerate().all(|(i, &v)| {
+                    usize::try_from(v).is_ok_and(|v| v == i)
+                });
+                if !identity {
                     s.push_str(&format!("T({})", list(&p.iota_transpose_perm)));
                 }
             }
@@ -162,12 +165,26 @@ mod tests {
             kind: OTHER,
             tile_assignment_dimensions: vec![1, 8],
             iota_reshape_dims: vec![8],
+            iota_transpose_perm: vec![0],
             ..OpShardingProto::default()
         };
         let s = Sharding::decode(&enc(&t)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.hlo, "{devices=[1,8]<=[8]}");
         assert_eq!((s.tiles.clone(), s.replicas), (vec![1, 8], 1));
         assert!(!s.is_replicated());
+    }
+
+    #[test]
+    fn transposed_iota_is_printed() {
+        let t = OpShardingProto {
+            kind: OTHER,
+            tile_assignment_dimensions: vec![4, 2],
+            iota_reshape_dims: vec![2, 4],
+            iota_transpose_perm: vec![1, 0],
+            ..OpShardingProto::default()
+        };
+        let s = Sharding::decode(&enc(&t)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.hlo, "{devices=[4,2]<=[2,4]T(1,0)}");
     }
 
     #[test]

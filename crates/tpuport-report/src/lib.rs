@@ -3,6 +3,7 @@
 //! - [`Table`]: left/right aligned text columns, no borders, readable without colour.
 //! - [`human`]: numbers with thousands separators, byte sizes in binary units, SI counts.
 
+pub mod compile;
 pub mod human;
 mod table;
 

@@ -12,6 +12,9 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     quiet_plugin_logs(cli.global.verbose);
+    if cli.command.compiles_for_tpu_offline() {
+        libtpu_offline_env();
+    }
     let printer = printer::Printer::new(&cli.global);
     match commands::dispatch(cli.command, &cli.global, &printer) {
         Ok(status) => status.into(),
@@ -33,6 +36,23 @@ fn quiet_plugin_logs(verbose: u8) {
         #[allow(unsafe_code, reason = "set_var is unsafe in edition 2024; see SAFETY")]
         unsafe {
             std::env::set_var(var, "1");
+        }
+    }
+}
+
+/// libtpu on a machine without a TPU would retry the GCE metadata server for about ten minutes
+/// and log errors about the missing slice; the variables `tpuport_pjrt::libtpu_offline_env`
+/// names stop that (only those the user has not set, and only where no TPU is attached).
+fn libtpu_offline_env() {
+    if tpuport_pjrt::tpu_hardware_present() {
+        return;
+    }
+    for (k, v) in tpuport_pjrt::libtpu_offline_env() {
+        // SAFETY: called from `main` before any thread is spawned or any plugin is loaded,
+        // so nothing can read or write the environment concurrently.
+        #[allow(unsafe_code, reason = "set_var is unsafe in edition 2024; see SAFETY")]
+        unsafe {
+            std::env::set_var(k, v);
         }
     }
 }
