@@ -60,8 +60,10 @@ pub struct CompiledMemoryStats {
     pub host_output: i64,
     /// Host-side temporaries.
     pub host_temp: i64,
-    /// Peak memory of the program, where the plugin reports it (0 otherwise).
+    /// Peak device memory of the program, where the plugin reports it (0 otherwise).
     pub peak: i64,
+    /// Total device memory the plugin reports (`total_size_in_bytes`; 0 when not given).
+    pub total: i64,
 }
 
 /// Element type and (per-device) dimensions of one output.
@@ -200,6 +202,7 @@ impl Executable {
             host_output: a.host_output_size_in_bytes,
             host_temp: a.host_temp_size_in_bytes,
             peak: a.peak_memory_in_bytes,
+            total: a.total_size_in_bytes,
         })
     }
 

@@ -92,10 +92,12 @@ pub struct PerDevice {
     pub generated_code: Option<u64>,
     /// Output bytes that reuse parameter buffers.
     pub aliased: Option<u64>,
-    /// The plugin's own peak figure (0 or absent when it gives none).
+    /// The compiler's peak of live buffers (parameters, outputs, temporaries; no code), 0 or
+    /// absent when it gives none.
     pub peak: Option<u64>,
-    /// arguments + outputs - aliased + temporaries + generated code; on an out-of-memory
-    /// refusal, the total the compiler's message names.
+    /// What a device needs: the larger of `peak` and arguments + outputs - aliased +
+    /// temporaries, plus generated code; on an out-of-memory refusal, the total the compiler's
+    /// message names.
     pub total: Option<u64>,
     /// HBM the compiler said is available (only known from an out-of-memory message).
     pub compiler_hbm_limit: Option<u64>,
@@ -205,8 +207,8 @@ pub fn render_text(r: &CompileReport) -> String {
     row("aliased", d.aliased.filter(|&a| a > 0));
     row("temporaries", d.temporaries);
     row("generated code", d.generated_code);
-    row("peak (compiler)", d.peak.filter(|&p| p > 0));
-    row("total", d.total);
+    row("peak live buffers", d.peak.filter(|&p| p > 0));
+    row("total (peak + code)", d.total);
     row("HBM available (compiler)", d.compiler_hbm_limit);
     row("HBM per device", d.hbm);
     s.push_str(&t.render());

@@ -417,6 +417,7 @@ fn fill_from_executable(
     p: &Printer,
 ) -> anyhow::Result<()> {
     let m = exe.compiled_memory_stats().context("reading the compiled memory statistics")?;
+    p.info(&format!("compiled memory statistics: {m:?}"));
     let d = &mut r.per_device;
     d.arguments = Some(nonneg(m.argument));
     d.outputs = Some(nonneg(m.output));
@@ -424,10 +425,12 @@ fn fill_from_executable(
     d.temporaries = Some(nonneg(m.temp));
     d.generated_code = Some(nonneg(m.generated_code));
     d.peak = Some(nonneg(m.peak));
-    d.total = Some(
-        (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp) + nonneg(m.generated_code))
-            .saturating_sub(nonneg(m.alias)),
-    );
+    // libtpu 0.0.52 reports temporaries as 0 and gives the live-buffer peak (parameters,
+    // outputs and temporaries, without code) separately: the device needs the larger of that
+    // peak and the buffer sum, plus the code.
+    let buffers = (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp))
+        .saturating_sub(nonneg(m.alias));
+    d.total = Some(buffers.max(nonneg(m.peak)) + nonneg(m.generated_code));
     d.fits = true;
     match exe.cost_analysis() {
         Ok(values) => {
@@ -444,7 +447,8 @@ fn fill_from_executable(
                 flops: get("flops"),
                 bytes_accessed: get("bytes accessed"),
                 transcendentals: get("transcendentals"),
-                optimal_seconds: get("optimal_seconds"),
+                // libtpu answers negative values for some programs: no estimate.
+                optimal_seconds: get("optimal_seconds").filter(|s| *s >= 0.0),
             });
         }
         Err(e) => p.info(&format!("no cost analysis: {e}")),
