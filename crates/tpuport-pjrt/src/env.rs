@@ -25,6 +25,9 @@ impl EnvVars {
     /// prints a warning unless it is set; ahead-of-time compilation takes its target from the
     /// topology instead, so any valid type silences it without changing results.
     pub const TPU_ACCELERATOR_TYPE: &'static str = "TPU_ACCELERATOR_TYPE";
+    /// libtpu: skip its one-process-per-machine lock file (`/tmp/libtpu_lockfile`). Without a
+    /// TPU there is no device to share, and two `tpuport compile` runs at once must not fail.
+    pub const ALLOW_MULTIPLE_LIBTPU_LOAD: &'static str = "ALLOW_MULTIPLE_LIBTPU_LOAD";
     /// The active Python virtual environment; its site-packages are searched for plugins.
     pub const VIRTUAL_ENV: &'static str = "VIRTUAL_ENV";
     /// XDG base directory for caches.
@@ -37,7 +40,8 @@ impl EnvVars {
 }
 
 /// Variables libtpu needs on a machine without a TPU so that initialisation neither retries
-/// the GCE metadata server (about ten minutes) nor logs errors about the missing slice:
+/// the GCE metadata server (about ten minutes), nor logs errors about the missing slice, nor
+/// refuses because another process holds libtpu's lock file:
 /// `(name, value)` pairs to set **before** libtpu is initialised, each only when the user has
 /// not set it. Setting the environment is the caller's job (the binary does it first thing
 /// in `main`, before any thread exists): a library cannot change it safely once threads run.
@@ -47,6 +51,7 @@ pub fn libtpu_offline_env() -> Vec<(&'static str, &'static str)> {
         (EnvVars::TPU_SKIP_MDS_QUERY, "1"),
         (EnvVars::TPU_WORKER_HOSTNAMES, "localhost"),
         (EnvVars::TPU_ACCELERATOR_TYPE, "v5litepod-8"),
+        (EnvVars::ALLOW_MULTIPLE_LIBTPU_LOAD, "1"),
     ]
     .into_iter()
     .filter(|(k, _)| std::env::var_os(k).is_none())
