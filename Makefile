@@ -107,12 +107,19 @@ demo: fixtures build
 	$(TPUPORT) validate $(FIX_LINK)/torch/resnet50/dynamo.onnx --inputs $(FIX_LINK)/torch/resnet50/inputs.npz \
 	  --reference $(FIX_LINK)/torch/resnet50/outputs_dynamo.npz --emulate tpu-default
 
-bench: fixtures build
+LIBTPU_SO = $$(ls .cache/libtpu/*/libtpu/libtpu.so 2>/dev/null | head -n1)
+
+bench: fixtures build libtpu
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+
+# `tpuport compile` (libtpu AOT for v5e-8) vs JAX's topology + lower().compile(), same module.
+bench-compile: venv build libtpu
+	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
 
 # ONNX backend test cases (onnx's node cases, built in memory by the onnx package, plus its
 # simple / pytorch-converted / pytorch-operator suites) written to a cache dir keyed by the onnx

@@ -50,15 +50,15 @@ mod units;
 mod xla_layout;
 
 pub use catalog::{BUILTIN_ORIGIN, BUILTIN_TOML, Catalog, MAX_CATALOG_BYTES};
-pub use compile_target::CompileTarget;
-pub use xla_layout::XlaLayout;
 pub use chip::{
     Chip, ChipKind, Confidence, HBM_BUDGET_FRACTION, LibtpuNaming, Peak, Price, SliceNaming,
     Tiling, TopologyFamily, VmShape, Wraparound,
 };
+pub use compile_target::CompileTarget;
 pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
 pub use error::HwError;
 pub use slice::{Slice, dims_name, parse_dims};
 pub use tiling::{
     MatmulPadding, Padded, Placement, matmul_utilization, padded_bytes, padded_shape,
 };
+pub use xla_layout::XlaLayout;

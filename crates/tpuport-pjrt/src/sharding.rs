@@ -74,11 +74,8 @@ impl Sharding {
         let (tiles, replicas) = if p.kind == OTHER {
             let extra = usize::from(p.replicate_on_last_tile_dim) + p.last_tile_dims.len();
             let keep = dims.len().saturating_sub(extra);
-            let replicas = if p.replicate_on_last_tile_dim {
-                dims.get(keep).copied().unwrap_or(1)
-            } else {
-                1
-            };
+            let replicas =
+                if p.replicate_on_last_tile_dim { dims.get(keep).copied().unwrap_or(1) } else { 1 };
             (dims[..keep].to_vec(), replicas)
         } else {
             (Vec::new(), 1)
@@ -117,9 +114,11 @@ fn render(p: &OpShardingProto) -> String {
                 s.push_str(&list(&p.tile_assignment_devices));
             } else {
                 s.push_str(&format!("<=[{}]", list(&p.iota_reshape_dims)));
-                let identity = p.iota_transpose_perm.iter().enumerate().all(|(i, &v)| {
-                    usize::try_from(v).is_ok_and(|v| v == i)
-                });
+                let identity = p
+                    .iota_transpose_perm
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &v)| usize::try_from(v).is_ok_and(|v| v == i));
                 if !identity {
                     s.push_str(&format!("T({})", list(&p.iota_transpose_perm)));
                 }

@@ -37,6 +37,8 @@ pub struct CompileReport {
     pub program_devices: u32,
     /// The compiler.
     pub compiler: CompilerInfo,
+    /// Wall time of loading and initialising libtpu and describing the topology, milliseconds.
+    pub setup_ms: f64,
     /// Wall time of `PJRT_Compile`, milliseconds.
     pub compile_ms: f64,
     /// `compiled`, or `out_of_memory` when the compiler refused for lack of HBM.

@@ -105,7 +105,8 @@ fn sharded_fixtures_use_the_slices_eight_chips() {
         let (_, v) = compile_json(&lib, &[m.to_str().unwrap(), "--target", "v5e-8"]);
         u(&v, &["per_device", "arguments"])
     };
-    for name in ["mlp_sharded8_dp", "mlp_sharded8_dp_gspmd", "mlp_sharded8_tp", "mlp_sharded8_tp_gspmd"]
+    for name in
+        ["mlp_sharded8_dp", "mlp_sharded8_dp_gspmd", "mlp_sharded8_tp", "mlp_sharded8_tp_gspmd"]
     {
         let m = jax.join(name).join("jit.mlir");
         let (out, v) = compile_json(&lib, &[m.to_str().unwrap(), "--target", "v5e-8"]);
@@ -181,8 +182,7 @@ fn an_uncompilable_module_is_one_line_and_exit_2() {
     let out = compile(&lib, &[m.to_str().unwrap(), "--target", "v5e-1"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
-    let lines: Vec<&str> =
-        out.stderr.lines().filter(|l| !l.contains("hugepage_text.cc")).collect();
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.contains("hugepage_text.cc")).collect();
     assert_eq!(lines.len(), 1, "{}", out.stderr);
     assert!(lines[0].starts_with("error: libtpu could not compile"), "{}", lines[0]);
     assert!(lines[0].contains("for v5e-1 (v5e:1x1)"), "{}", lines[0]);
@@ -226,7 +226,14 @@ fn bad_targets_and_missing_libtpu_are_one_line_errors() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("count TensorCores"), "{}", out.stderr);
     let mut c = command();
-    c.args(["compile", m.to_str().unwrap(), "--target", "v5e-8", "--plugin", "/nonexistent/libtpu.so"]);
+    c.args([
+        "compile",
+        m.to_str().unwrap(),
+        "--target",
+        "v5e-8",
+        "--plugin",
+        "/nonexistent/libtpu.so",
+    ]);
     let out = output(&mut c);
     assert_eq!(out.code, 2);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);

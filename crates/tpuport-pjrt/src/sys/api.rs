@@ -167,9 +167,8 @@ pub(crate) struct PJRT_Api {
     pub(crate) PJRT_CopyToDeviceStream_CurrentBytes: PJRT_UnusedFn,
     pub(crate) PJRT_TopologyDescription_Create:
         Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_Create_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_TopologyDescription_Destroy: Option<
-        unsafe extern "C" fn(*mut PJRT_TopologyDescription_Destroy_Args) -> *mut PJRT_Error,
-    >,
+    pub(crate) PJRT_TopologyDescription_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_Destroy_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_TopologyDescription_PlatformName: Option<
         unsafe extern "C" fn(*mut PJRT_TopologyDescription_PlatformName_Args) -> *mut PJRT_Error,
     >,

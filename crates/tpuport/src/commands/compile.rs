@@ -136,12 +136,14 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         );
     }
     let plugin_path = find_libtpu(a.plugin.as_deref())?;
+    let t_setup = Instant::now();
     p.info(&format!("libtpu: {}", plugin_path.display()));
     let plugin = tpuport_pjrt::load(&plugin_path)?;
     let options = topology_options(&target);
     let topo = Topology::create(plugin, &target.topology_name, &options)
         .with_context(|| format!("describing {} ({})", a.target, target.topology_name))?;
     let devices = topo.devices()?;
+    let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
     let device_kind = devices.first().map(|d| d.kind.clone()).unwrap_or_default();
     let (major, minor) = plugin.api_version();
     let compiler = CompilerInfo {
@@ -179,6 +181,7 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         slice_devices: target.devices,
         program_devices: prep.partitions.max(1),
         compiler,
+        setup_ms,
         compile_ms,
         outcome: Outcome::Compiled,
         per_device: PerDevice { hbm, hbm_budget, ..PerDevice::default() },
@@ -256,8 +259,11 @@ fn prepare(a: &CompileArgs, bytes: Vec<u8>, p: &Printer) -> anyhow::Result<Prepa
                     (name, Some((b.dtype, b.shape.clone())))
                 })
                 .collect();
-            let results =
-                low.results.iter().map(|r| (r.name.clone(), Some((r.dtype, r.shape.clone())))).collect();
+            let results = low
+                .results
+                .iter()
+                .map(|r| (r.name.clone(), Some((r.dtype, r.shape.clone()))))
+                .collect();
             Ok(Prepared {
                 program: Program::mlir(low.mlir.into_bytes()),
                 source: "onnx (lowered by tpuport)".into(),
@@ -333,14 +339,14 @@ fn libtpu_version(lib: &Path) -> Option<String> {
     let from_dist_info = std::fs::read_dir(above).ok().and_then(|rd| {
         rd.filter_map(Result::ok).find_map(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            n.strip_prefix("libtpu-")
-                .and_then(|v| v.strip_suffix(".dist-info"))
-                .map(str::to_owned)
+            n.strip_prefix("libtpu-").and_then(|v| v.strip_suffix(".dist-info")).map(str::to_owned)
         })
     });
     from_dist_info.or_else(|| {
         let name = above.file_name()?.to_string_lossy().into_owned();
-        name.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).then_some(name)
+        name.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then_some(name)
     })
 }
 
@@ -400,7 +406,11 @@ fn parse_size(s: &str) -> Option<u64> {
     Some(to_u64(v * mult as f64))
 }
 
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "non-negative byte counts")]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "non-negative byte counts"
+)]
 fn to_u64(x: f64) -> u64 {
     x.max(0.0).round() as u64
 }
@@ -428,8 +438,8 @@ fn fill_from_executable(
     // libtpu 0.0.52 reports temporaries as 0 and gives the live-buffer peak (parameters,
     // outputs and temporaries, without code) separately: the device needs the larger of that
     // peak and the buffer sum, plus the code.
-    let buffers = (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp))
-        .saturating_sub(nonneg(m.alias));
+    let buffers =
+        (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp)).saturating_sub(nonneg(m.alias));
     d.total = Some(buffers.max(nonneg(m.peak)) + nonneg(m.generated_code));
     d.fits = true;
     match exe.cost_analysis() {
@@ -457,8 +467,12 @@ fn fill_from_executable(
     let pl = exe.parameter_layouts().map_err(|e| warn_once("parameter layouts", &e)).ok();
     let ol = exe.output_layouts().map_err(|e| warn_once("output layouts", &e)).ok();
     let multi = r.program_devices > 1;
-    let ps = multi.then(|| exe.parameter_shardings().map_err(|e| warn_once("shardings", &e)).ok()).flatten();
-    let os = multi.then(|| exe.output_shardings().map_err(|e| warn_once("shardings", &e)).ok()).flatten();
+    let ps = multi
+        .then(|| exe.parameter_shardings().map_err(|e| warn_once("shardings", &e)).ok())
+        .flatten();
+    let os = multi
+        .then(|| exe.output_shardings().map_err(|e| warn_once("shardings", &e)).ok())
+        .flatten();
     r.parameters = operands(&prep.params, pl.as_deref(), ps.as_deref(), None);
     let shard_dims = exe.outputs().ok().map(|o| o.into_iter().map(|o| o.dims).collect::<Vec<_>>());
     r.outputs = operands(&prep.results, ol.as_deref(), os.as_deref(), shard_dims.as_deref());
@@ -486,20 +500,23 @@ fn operands(
         .enumerate()
         .map(|(i, (name, ty))| {
             let sharding = shardings.and_then(|s| s.get(i));
-            let shard: Option<Vec<u64>> = shard_dims.and_then(|d| d.get(i).cloned()).or_else(|| {
-                let (_, dims) = ty.as_ref()?;
-                let tiles = sharding.map(|s| s.tiles.clone()).unwrap_or_default();
-                Some(
-                    dims.iter()
-                        .enumerate()
-                        .map(|(k, &d)| d.div_ceil(tiles.get(k).copied().unwrap_or(1).max(1)))
-                        .collect(),
-                )
-            });
+            let shard: Option<Vec<u64>> =
+                shard_dims.and_then(|d| d.get(i).cloned()).or_else(|| {
+                    let (_, dims) = ty.as_ref()?;
+                    let tiles = sharding.map(|s| s.tiles.clone()).unwrap_or_default();
+                    Some(
+                        dims.iter()
+                            .enumerate()
+                            .map(|(k, &d)| d.div_ceil(tiles.get(k).copied().unwrap_or(1).max(1)))
+                            .collect(),
+                    )
+                });
             let layout = layouts.and_then(|l| l.get(i)).cloned();
             let dtype = ty.as_ref().map(|(d, _)| *d);
             let logical_bytes = match (dtype, &shard) {
-                (Some(d), Some(s)) => d.bits().map(|b| (s.iter().product::<u64>() * u64::from(b)).div_ceil(8)),
+                (Some(d), Some(s)) => {
+                    d.bits().map(|b| (s.iter().product::<u64>() * u64::from(b)).div_ceil(8))
+                }
                 _ => None,
             };
             let device_bytes = match (dtype, &shard, &layout) {
