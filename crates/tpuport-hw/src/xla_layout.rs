@@ -52,8 +52,7 @@ impl XlaLayout {
             let letter = s.chars().next().ok_or_else(|| fail("truncated"))?;
             s = &s[letter.len_utf8()..];
             // `T` opens a run of `(..)` groups; other attributes have one group each.
-            loop {
-                let Some(body) = s.strip_prefix('(') else { break };
+            while let Some(body) = s.strip_prefix('(') {
                 let (group, after) = body.split_once(')').ok_or_else(|| fail("unclosed `(`"))?;
                 if letter == 'T' {
                     let tile = group
