@@ -96,7 +96,6 @@ struct Prepared {
     program: Program,
     source: String,
     partitions: u32,
-    shardy: bool,
     params: Vec<(String, Option<(DType, Vec<u64>)>)>,
     results: Vec<(String, Option<(DType, Vec<u64>)>)>,
 }
@@ -105,18 +104,16 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     if a.batch == Some(0) {
         bail!("--batch must be at least 1");
     }
+    if a.partitions == Some(0) {
+        bail!("--partitions must be at least 1");
+    }
     let catalog = match &a.catalog {
         Some(f) => Catalog::from_file(f)?,
         None => Catalog::builtin(),
     };
     let target = catalog.compile_target(&a.target)?;
-    let model_bytes =
-        std::fs::read(&a.model).with_context(|| format!("reading {}", a.model.display()))?;
-    let model_sha = hex(&Sha256::digest(&model_bytes));
-    if a.partitions == Some(0) {
-        bail!("--partitions must be at least 1");
-    }
-    let mut prep = prepare(a, model_bytes, p)?;
+    let model_sha = hash_file(&a.model)?;
+    let mut prep = prepare(a, p)?;
     if let Some(n) = a.partitions {
         prep.partitions = n;
     } else if prep.program.is_bytecode() && prep.params.is_empty() {
@@ -201,6 +198,9 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
                 other => compiler_message(&other.to_string()),
             };
             if let Some((need, limit)) = out_of_memory(&message) {
+                if a.save.is_some() {
+                    p.warn("nothing saved: the compiler produced no executable");
+                }
                 report.outcome = Outcome::OutOfMemory;
                 report.per_device.total = Some(need);
                 report.per_device.compiler_hbm_limit = Some(limit);
@@ -228,7 +228,7 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
 }
 
 /// Reads the model as a program: StableHLO as is, ONNX through the lowering.
-fn prepare(a: &CompileArgs, bytes: Vec<u8>, p: &Printer) -> anyhow::Result<Prepared> {
+fn prepare(a: &CompileArgs, p: &Printer) -> anyhow::Result<Prepared> {
     let iopts = ImportOptions {
         dims: a.dims.iter().cloned().collect(),
         input_shapes: a.input_shape.iter().cloned().collect(),
@@ -268,7 +268,6 @@ fn prepare(a: &CompileArgs, bytes: Vec<u8>, p: &Printer) -> anyhow::Result<Prepa
                 program: Program::mlir(low.mlir.into_bytes()),
                 source: "onnx (lowered by tpuport)".into(),
                 partitions: 1,
-                shardy: false,
                 params,
                 results,
             })
@@ -293,12 +292,10 @@ fn prepare(a: &CompileArgs, bytes: Vec<u8>, p: &Printer) -> anyhow::Result<Prepa
                     *name = format!("result{i}");
                 }
             }
-            let _ = bytes;
             Ok(Prepared {
                 program: m.program,
                 source: "stablehlo".into(),
                 partitions: m.partitions.max(1),
-                shardy: m.shardy,
                 params,
                 results,
             })
@@ -484,7 +481,6 @@ fn fill_from_executable(
             (0..dims.len()).map(|i| (format!("result{i}"), None)).collect();
         r.outputs = operands(&unnamed, ol.as_deref(), os.as_deref(), Some(dims));
     }
-    let _ = prep.shardy;
     Ok(())
 }
 
@@ -596,6 +592,15 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     })
 }
 
+/// SHA-256 of a file, read in a stream.
+fn hash_file(path: &Path) -> anyhow::Result<String> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).with_context(|| format!("reading {}", path.display()))?;
+    Ok(hex(&h.finalize()))
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -615,6 +620,88 @@ mod tests {
         assert_eq!(out_of_memory("INVALID_ARGUMENT: no (1G) (2G)"), None);
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("x"), None);
+    }
+
+    fn sample() -> CompileReport {
+        let op = |index: usize, name: &str, ty: &str, layout: &str, dev: u64, log: u64| Operand {
+            index,
+            name: name.into(),
+            ty: Some(ty.into()),
+            shard: None,
+            layout: Some(layout.into()),
+            device_bytes: Some(dev),
+            logical_bytes: Some(log),
+            sharding: None,
+        };
+        CompileReport {
+            schema: SCHEMA,
+            model: "conv.mlir".into(),
+            model_sha256: "00".into(),
+            source: "stablehlo".into(),
+            target: "v5e-8".into(),
+            topology: "v5e:2x4".into(),
+            chip: "TPU v5e".into(),
+            device_kind: "TPU v5 lite".into(),
+            slice_devices: 8,
+            program_devices: 1,
+            compiler: CompilerInfo {
+                path: "libtpu.so".into(),
+                version: Some("0.0.52".into()),
+                build: "TFRT TPU v5 lite".into(),
+                pjrt_api: "0.117".into(),
+            },
+            setup_ms: 150.0,
+            compile_ms: 812.0,
+            outcome: Outcome::Compiled,
+            per_device: PerDevice {
+                arguments: Some(9_453_568),
+                outputs: Some(9_454_080),
+                aliased: Some(0),
+                temporaries: Some(0),
+                generated_code: Some(1_154_048),
+                peak: Some(18_907_648),
+                total: Some(20_061_696),
+                compiler_hbm_limit: None,
+                hbm: Some(17_179_869_184),
+                hbm_budget: Some(16_664_473_108),
+                fits: true,
+            },
+            compiler_message: None,
+            cost: Some(Cost {
+                flops: Some(2_362_296.0),
+                bytes_accessed: Some(18_907_648.0),
+                transcendentals: None,
+                optimal_seconds: Some(2.4e-5),
+            }),
+            parameters: vec![
+                op(0, "a", "f32[512,512,3,3]", "{1,0,3,2:T(8,128)}", 9_437_184, 9_437_184),
+                op(1, "b", "f32[1000,3]", "{0,1:T(4,128)}", 16_384, 12_000),
+            ],
+            outputs: vec![op(0, "result0", "f32[1000,3]", "{0,1:T(8,128)}", 32_768, 12_000)],
+            saved: None,
+        }
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        insta::assert_snapshot!(render_text(&sample()));
+    }
+
+    #[test]
+    fn out_of_memory_text_report_snapshot() {
+        let mut r = sample();
+        r.outcome = Outcome::OutOfMemory;
+        r.per_device = PerDevice {
+            total: Some(20_218_962_739),
+            compiler_hbm_limit: Some(16_911_433_728),
+            hbm: Some(17_179_869_184),
+            ..PerDevice::default()
+        };
+        r.cost = None;
+        r.compiler_message = Some(
+            "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM".into(),
+        );
+        insta::assert_snapshot!(render_text(&r));
     }
 
     #[test]
