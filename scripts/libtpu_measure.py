@@ -95,18 +95,18 @@ def layouts(exe: str, lib: str) -> list[dict]:
 def audit_estimate(rep: dict, chip: str):
     mem = rep["memory"]
     if mem.get("per_device"):
-        pd = mem["per_device"]
-        return pd.get("inference") if isinstance(pd, dict) else None
+        return mem["per_device"].get("total")
     for c, figures in mem.get("padded", []):
         if c == chip:
             return figures.get("inference")
     return None
 
 
-def memory(exe: str, lib: str, fixtures: Path) -> list[dict]:
+def memory(exe: str, lib: str, fixtures: Path, match: str | None) -> list[dict]:
     cases = [(f"jax/{n}", fixtures / "jax" / n / "jit.mlir", []) for n in JAX + SHARDED]
     cases += [(f"torch/{n} (batch 8)", fixtures / "torch" / n / "dynamo.onnx", ["--batch", "8", *x])
               for n, x in TORCH.items()]
+    cases = [c for c in cases if match is None or match in c[0]]
     rows = []
     for name, path, extra in cases:
         for target in TARGETS:
@@ -139,6 +139,8 @@ def main() -> None:
     ap.add_argument("--libtpu", required=True)
     ap.add_argument("--fixtures", required=True, type=Path)
     ap.add_argument("--only", choices=["layouts", "memory"])
+    ap.add_argument("--match", help="memory: only models whose name contains this; their rows "
+                                    "replace the same (model, target) rows of the existing file")
     a = ap.parse_args()
     lib = str(Path(a.libtpu).resolve())
     version = Path(lib).parent.parent.name
@@ -149,8 +151,13 @@ def main() -> None:
         out.write_text(json.dumps({**head, "rows": layouts(a.tpuport, lib)}, indent=1) + "\n")
     if a.only in (None, "memory"):
         out = ROOT / "crates/tpuport/tests/data/libtpu_memory.json"
-        out.write_text(json.dumps({**head, "rows": memory(a.tpuport, lib, a.fixtures)},
-                                  indent=1) + "\n")
+        rows = memory(a.tpuport, lib, a.fixtures, a.match)
+        if a.match and out.exists():
+            new = {(r["model"], r["target"]) for r in rows}
+            old = [r for r in json.loads(out.read_text())["rows"]
+                   if (r["model"], r["target"]) not in new]
+            rows = old + rows
+        out.write_text(json.dumps({**head, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -233,7 +233,7 @@ pub fn render_text(r: &CompileReport) -> String {
     s.push_str(&verdict);
     s.push('\n');
     if let Some(m) = &r.compiler_message {
-        s.push_str(&format!("  compiler: {m}\n"));
+        s.push_str(&format!("  compiler message: {m}\n"));
     }
     if let Some(c) = &r.cost {
         s.push_str("\ncost per device (compiler)\n");
