@@ -91,13 +91,16 @@ struct Manifest<'a> {
     outputs: &'a [Operand],
 }
 
+/// Element type and dimensions of a parameter or output, when known.
+type Typed = Option<(DType, Vec<u64>)>;
+
 /// The program to compile and what is known of its signature.
 struct Prepared {
     program: Program,
     source: String,
     partitions: u32,
-    params: Vec<(String, Option<(DType, Vec<u64>)>)>,
-    results: Vec<(String, Option<(DType, Vec<u64>)>)>,
+    params: Vec<(String, Typed)>,
+    results: Vec<(String, Typed)>,
 }
 
 pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -277,7 +280,7 @@ fn prepare(a: &CompileArgs, p: &Printer) -> anyhow::Result<Prepared> {
                 p.warn("--batch, --dim and --input-shape apply to ONNX models; a StableHLO module's shapes are fixed");
             }
             let m = Module::load(&a.model, p)?;
-            let sig = |ps: &Option<Vec<Param>>| -> Vec<(String, Option<(DType, Vec<u64>)>)> {
+            let sig = |ps: &Option<Vec<Param>>| -> Vec<(String, Typed)> {
                 ps.iter()
                     .flatten()
                     .map(|q| {
@@ -477,7 +480,7 @@ fn fill_from_executable(
         && let Some(dims) = &shard_dims
     {
         // Bytecode modules are read header-only: name the outputs by position.
-        let unnamed: Vec<(String, Option<(DType, Vec<u64>)>)> =
+        let unnamed: Vec<(String, Typed)> =
             (0..dims.len()).map(|i| (format!("result{i}"), None)).collect();
         r.outputs = operands(&unnamed, ol.as_deref(), os.as_deref(), Some(dims));
     }
@@ -487,7 +490,7 @@ fn fill_from_executable(
 /// One row per parameter or output: logical type, the shard a device holds, the compiler's
 /// layout and the bytes it costs.
 fn operands(
-    sig: &[(String, Option<(DType, Vec<u64>)>)],
+    sig: &[(String, Typed)],
     layouts: Option<&[String]>,
     shardings: Option<&[tpuport_pjrt::Sharding]>,
     shard_dims: Option<&[Vec<u64>]>,
@@ -594,8 +597,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 /// SHA-256 of a file, read in a stream.
 fn hash_file(path: &Path) -> anyhow::Result<String> {
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).with_context(|| format!("reading {}", path.display()))?;
     Ok(hex(&h.finalize()))
@@ -698,9 +700,8 @@ mod tests {
             ..PerDevice::default()
         };
         r.cost = None;
-        r.compiler_message = Some(
-            "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM".into(),
-        );
+        r.compiler_message =
+            Some("RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM".into());
         insta::assert_snapshot!(render_text(&r));
     }
 
