@@ -133,6 +133,14 @@ def memory(exe: str, lib: str, fixtures: Path, match: str | None) -> list[dict]:
     return rows
 
 
+def dump(doc: dict) -> str:
+    """JSON with one row per line (small diffs when a libtpu changes a few answers)."""
+    head = {k: v for k, v in doc.items() if k != "rows"}
+    lines = [json.dumps(r, separators=(", ", ": ")) for r in doc["rows"]]
+    body = json.dumps(head, indent=1)[:-2]
+    return body + ',\n "rows": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tpuport", required=True)
@@ -148,7 +156,7 @@ def main() -> None:
     if a.only in (None, "layouts"):
         out = ROOT / "crates/tpuport-hw/tests/data/libtpu_layouts.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({**head, "rows": layouts(a.tpuport, lib)}, indent=1) + "\n")
+        out.write_text(dump({**head, "rows": layouts(a.tpuport, lib)}))
     if a.only in (None, "memory"):
         out = ROOT / "crates/tpuport/tests/data/libtpu_memory.json"
         rows = memory(a.tpuport, lib, a.fixtures, a.match)
@@ -157,7 +165,7 @@ def main() -> None:
             old = [r for r in json.loads(out.read_text())["rows"]
                    if (r["model"], r["target"]) not in new]
             rows = old + rows
-        out.write_text(json.dumps({**head, "rows": rows}, indent=1) + "\n")
+        out.write_text(dump({**head, "rows": rows}))
 
 
 if __name__ == "__main__":
