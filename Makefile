@@ -27,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models
+.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -65,11 +65,24 @@ validate-refs: fixtures
 	@ln -sfn $(VREF_DIR) $(VREF_LINK)
 	@find $(CACHE_ROOT) -maxdepth 1 -name 'validate-refs-*' ! -name 'validate-refs-$(VREF_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
+# libtpu (PyPI `libtpu`, the newest that loads) for `tpuport compile` and the TPU-compiler tests,
+# unpacked outside the clone and linked as .cache/libtpu (the tests look there). Where it cannot
+# be had, say so in one line and go on: those tests then print one line each and pass.
+LIBTPU_ROOT := $(CACHE_ROOT)/libtpu
+libtpu: venv
+	@mkdir -p .cache $(LIBTPU_ROOT)
+	@if [ -d .cache/libtpu ] && [ ! -L .cache/libtpu ]; then \
+	  for d in .cache/libtpu/*/; do [ -e "$(LIBTPU_ROOT)/$$(basename $$d)" ] || mv "$$d" $(LIBTPU_ROOT)/; done; \
+	  rm -rf .cache/libtpu; fi
+	@ln -sfn $(LIBTPU_ROOT) .cache/libtpu
+	@LIBTPU_ROOT=$(LIBTPU_ROOT) bash scripts/libtpu_fetch.sh >/dev/null \
+	  || echo "libtpu: could not be installed; the TPU-compiler checks will say so and pass"
+
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport
@@ -97,12 +110,19 @@ demo: fixtures build
 	$(TPUPORT) validate $(FIX_LINK)/torch/resnet50/dynamo.onnx --inputs $(FIX_LINK)/torch/resnet50/inputs.npz \
 	  --reference $(FIX_LINK)/torch/resnet50/outputs_dynamo.npz --emulate tpu-default
 
-bench: fixtures build
+LIBTPU_SO = $$(ls .cache/libtpu/*/libtpu/libtpu.so 2>/dev/null | head -n1)
+
+bench: fixtures build libtpu
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+
+# `tpuport compile` (libtpu AOT for v5e-8) vs JAX's topology + lower().compile(), same module.
+bench-compile: venv build libtpu
+	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
 
 # ONNX backend test cases (onnx's node cases, built in memory by the onnx package, plus its
 # simple / pytorch-converted / pytorch-operator suites) written to a cache dir keyed by the onnx

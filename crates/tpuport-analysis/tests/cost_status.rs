@@ -45,9 +45,7 @@ fn the_counted_branch_is_an_estimate() {
     let branch: Vec<_> = c.ops.iter().filter(|o| o.node.contains("branch/")).collect();
     assert!(!branch.is_empty(), "{:?}", c.ops.iter().map(|o| &o.node).collect::<Vec<_>>());
     assert!(
-        branch
-            .iter()
-            .all(|o| o.status == CostStatus::Estimated(Estimate::CostliestBranch)),
+        branch.iter().all(|o| o.status == CostStatus::Estimated(Estimate::CostliestBranch)),
         "{:?}",
         branch.iter().map(|o| (&o.node, &o.status)).collect::<Vec<_>>()
     );

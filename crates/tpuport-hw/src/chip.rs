@@ -156,6 +156,17 @@ pub struct Tiling {
     pub rows_4bit: u32,
 }
 
+/// How libtpu names this chip's topologies for ahead-of-time compilation
+/// (`PJRT_TopologyDescription_Create`): `<topology>:<dims>` plus a chip configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LibtpuNaming {
+    /// Prefix of the topology name (`v5e` in `v5e:2x4`).
+    pub topology: String,
+    /// `chip_config_name` create option: `megacore` on the 2-TensorCore v4/v5p, else
+    /// `default`.
+    pub chip_config: String,
+}
+
 /// List price per chip-hour (or GPU-hour), in US dollars. Low confidence: override it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Price {
@@ -252,6 +263,8 @@ pub struct Chip {
     pub slices: Vec<Vec<u32>>,
     /// Layout tiling rules.
     pub tiling: Option<Tiling>,
+    /// libtpu's topology naming (TPUs whose naming is known).
+    pub libtpu: Option<LibtpuNaming>,
     /// List price per chip-hour.
     pub price: Price,
     sources: BTreeMap<String, String>,
@@ -334,6 +347,9 @@ impl Chip {
         keys.extend(counts.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k));
         keys.extend(figures.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k));
         keys.extend(facts.iter().filter(|(_, v)| *v).map(|(k, _)| *k));
+        if self.libtpu.is_some() {
+            keys.extend(["libtpu.topology", "libtpu.chip_config"]);
+        }
         if self.tiling.is_some() {
             keys.extend([
                 "tiling.lanes",
@@ -347,7 +363,7 @@ impl Chip {
     }
 
     /// Every key a chip entry may give a source for, present or not.
-    pub(crate) const SOURCE_KEYS: [&'static str; 37] = [
+    pub(crate) const SOURCE_KEYS: [&'static str; 39] = [
         "generation",
         "ici_ports",
         "tensorcores",
@@ -385,6 +401,8 @@ impl Chip {
         "tiling.rows_16bit",
         "tiling.rows_8bit",
         "tiling.rows_4bit",
+        "libtpu.topology",
+        "libtpu.chip_config",
     ];
 
     /// Reads one `[[chip]]` table. `origin` names the file for errors.
@@ -496,6 +514,17 @@ fn read_chip(r: &mut Reader<'_>, id: &str) -> Result<Chip, HwError> {
             Some(tiling)
         }
     };
+    let libtpu = match r.table("libtpu")? {
+        None => None,
+        Some(mut t) => {
+            let naming = LibtpuNaming {
+                topology: t.required_string("topology")?,
+                chip_config: t.required_string("chip_config")?,
+            };
+            t.finish()?;
+            Some(naming)
+        }
+    };
     let price = match r.table("price")? {
         None => Price::default(),
         Some(mut p) => {
@@ -591,6 +620,7 @@ fn read_chip(r: &mut Reader<'_>, id: &str) -> Result<Chip, HwError> {
         slice_prefixes: r.strings("slice_prefixes")?,
         slices,
         tiling,
+        libtpu,
         price,
         sources,
     })

@@ -54,6 +54,15 @@ pub enum HwError {
         message: String,
     },
 
+    /// A compiler-reported layout could not be read.
+    #[error("layout `{text}`: {reason}")]
+    Layout {
+        /// The layout text.
+        text: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// No chip has this id or alias.
     #[error("unknown chip `{name}`; known chips: {known}")]
     UnknownChip {

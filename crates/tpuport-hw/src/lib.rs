@@ -7,6 +7,10 @@
 //!   file on top (`--catalog FILE`): prices are low confidence and meant to be overridden.
 //! - [`Slice`]: accelerator-type names (`v5e-8`, `v5litepod-16`, `v5p-8`, `v6e-2x4`,
 //!   `v4-2x2x1`, `tpu7x-8`) and their chips, hosts, topology, wraparound and ICI links.
+//! - [`CompileTarget`]: a slice as libtpu's topology description takes it (`v5e-8` →
+//!   `v5e:2x4` with its create options), for ahead-of-time compilation without a TPU.
+//! - [`XlaLayout`]: a layout as the TPU compiler reports it (`{1,0:T(8,128)}`) and the bytes
+//!   an array takes under it.
 //! - [`tiling`]: XLA/TPU layout padding ((8,128) tiles, per-dtype row tiles per generation,
 //!   compact small tiles, MXU 128 vs 256) and MXU utilization of a padded matmul.
 //!
@@ -36,21 +40,25 @@
 
 mod catalog;
 mod chip;
+mod compile_target;
 mod docs;
 mod error;
 mod reader;
 mod slice;
 pub mod tiling;
 mod units;
+mod xla_layout;
 
 pub use catalog::{BUILTIN_ORIGIN, BUILTIN_TOML, Catalog, MAX_CATALOG_BYTES};
 pub use chip::{
-    Chip, ChipKind, Confidence, HBM_BUDGET_FRACTION, Peak, Price, SliceNaming, Tiling,
-    TopologyFamily, VmShape, Wraparound,
+    Chip, ChipKind, Confidence, HBM_BUDGET_FRACTION, LibtpuNaming, Peak, Price, SliceNaming,
+    Tiling, TopologyFamily, VmShape, Wraparound,
 };
+pub use compile_target::CompileTarget;
 pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
 pub use error::HwError;
 pub use slice::{Slice, dims_name, parse_dims};
 pub use tiling::{
     MatmulPadding, Padded, Placement, matmul_utilization, padded_bytes, padded_shape,
 };
+pub use xla_layout::XlaLayout;

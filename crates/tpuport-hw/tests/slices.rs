@@ -152,3 +152,54 @@ fn slice_lists_per_generation() {
     assert_eq!(v5p.first().unwrap().accelerator_type, "v5p-8");
     assert_eq!(v5p.last().unwrap().topology(), "16x16x24");
 }
+
+/// Slice names → libtpu topologies. Expected values from MaxText's `accelerator_to_spec_map.py`
+/// (topology name, chip config, chips-per-host bounds, wrap) where it lists the slice; the
+/// v5p prefix is `v5p` rather than MaxText's `v5` (libtpu 0.0.52 accepts both, same devices).
+#[test]
+fn compile_targets_follow_maxtext() {
+    let cat = Catalog::builtin();
+    // name, topology, chip config, bounds, wrap, devices
+    type Row = (&'static str, &'static str, &'static str, [u32; 3], Option<[bool; 3]>, u32);
+    let f = false;
+    let t = true;
+    let cases: &[Row] = &[
+        ("v5e-8", "v5e:2x4", "default", [2, 2, 1], Some([f, f, f]), 8),
+        ("v5e-4", "v5e:2x2", "default", [2, 2, 1], Some([f, f, f]), 4),
+        ("v5e-1", "v5e:1x1", "default", [1, 1, 1], Some([f, f, f]), 1),
+        ("v5e-128", "v5e:8x16", "default", [2, 2, 1], Some([f, t, f]), 128),
+        ("v5e-256", "v5e:16x16", "default", [2, 2, 1], Some([t, t, f]), 256),
+        ("v6e-1", "v6e:1x1", "default", [1, 1, 1], Some([f, f, f]), 1),
+        ("v6e-8", "v6e:2x4", "default", [2, 2, 1], Some([f, f, f]), 8),
+        ("v6e-256", "v6e:16x16", "default", [2, 2, 1], Some([t, t, f]), 256),
+        // TensorCore-counting names: v4-8 and v5p-8 are 4 chips.
+        ("v4-8", "v4:2x2x1", "megacore", [2, 2, 1], Some([f, f, f]), 4),
+        ("v4-128", "v4:4x4x4", "megacore", [2, 2, 1], Some([t, t, t]), 64),
+        ("v5p-8", "v5p:2x2x1", "megacore", [2, 2, 1], Some([f, f, f]), 4),
+        ("v5p-16", "v5p:2x2x2", "megacore", [2, 2, 1], Some([f, f, f]), 8),
+        // TPU7x: 2 devices per chip; wraparound undocumented, so left to libtpu.
+        ("tpu7x-8", "tpu7x:2x2x1", "default", [2, 2, 1], None, 8),
+    ];
+    for &(name, topo, cfg, bounds, wrap, devices) in cases {
+        let c = cat.compile_target(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(c.topology_name, topo, "{name}");
+        assert_eq!(c.chip_config_name, cfg, "{name}");
+        assert_eq!(c.chips_per_host_bounds, bounds, "{name}");
+        assert_eq!(c.wrap, wrap, "{name}");
+        assert_eq!(c.devices, devices, "{name}");
+        assert_eq!(c.num_slices, 1, "{name}");
+    }
+    let v5e = cat.compile_target("v5e-8").unwrap();
+    assert_eq!(v5e.hbm_per_device, Some(16.0 * (1u64 << 30) as f64));
+    let x = cat.compile_target("tpu7x-8").unwrap();
+    assert_eq!(x.hbm_per_device, Some(96.0 * (1u64 << 30) as f64));
+}
+
+#[test]
+fn compile_target_errors_name_the_problem() {
+    let cat = Catalog::builtin();
+    let e = cat.compile_target("v5p-4").unwrap_err().to_string();
+    assert!(e.contains("count TensorCores"), "{e}");
+    let e = cat.compile_target("h100-8").unwrap_err().to_string();
+    assert!(e.contains("h100"), "{e}");
+}

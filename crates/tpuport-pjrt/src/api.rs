@@ -205,6 +205,24 @@ impl Api {
         }
     }
 
+    /// The first extension of type `ty` in the chain and its `struct_size`.
+    pub(crate) fn extension(&self, ty: i32) -> Option<(*const sys::PJRT_Extension_Base, usize)> {
+        // SAFETY: as in `extensions`: the chain lives in the plugin's static data.
+        let mut p = unsafe { std::ptr::addr_of!((*self.raw).extension_start).read() };
+        for _ in 0..64 {
+            if p.is_null() {
+                return None;
+            }
+            // SAFETY: each non-null link is a `PJRT_Extension_Base` in the plugin's static data.
+            let (t, size, next) = unsafe { ((*p).type_, (*p).struct_size, (*p).next) };
+            if t == ty {
+                return Some((p.cast_const(), size));
+            }
+            p = next;
+        }
+        None
+    }
+
     /// The extension chain, as `(type id, struct_size)` pairs in chain order.
     pub(crate) fn extensions(&self) -> Vec<(i32, usize)> {
         let mut out = Vec::new();
@@ -222,10 +240,10 @@ impl Api {
     }
 }
 
-/// Name of an extension type id (0.94 numbering; newer ids print as numbers).
+/// Name of an extension type id (0.113 numbering; newer ids print as numbers).
 #[must_use]
 pub fn extension_name(id: i32) -> String {
-    const NAMES: [&str; 22] = [
+    const NAMES: [&str; 26] = [
         "Gpu_Custom_Call",
         "Profiler",
         "Custom_Partitioner",
@@ -248,6 +266,10 @@ pub fn extension_name(id: i32) -> String {
         "Shardings",
         "AbiVersion",
         "Collectives",
+        "MultiSlice",
+        "HostMemoryAllocator",
+        "XlaTransform",
+        "ExecuteChain",
     ];
     usize::try_from(id)
         .ok()

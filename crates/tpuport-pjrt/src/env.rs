@@ -18,6 +18,16 @@ impl EnvVars {
     /// libtpu: skip querying the GCE metadata server (tests set it so that libtpu fails fast
     /// on a machine without a TPU).
     pub const TPU_SKIP_MDS_QUERY: &'static str = "TPU_SKIP_MDS_QUERY";
+    /// libtpu: hostnames of the slice's workers. Without a TPU (and without the metadata
+    /// server) libtpu logs an error unless it is set; `localhost` silences it.
+    pub const TPU_WORKER_HOSTNAMES: &'static str = "TPU_WORKER_HOSTNAMES";
+    /// libtpu: the accelerator type of this machine (`v5litepod-8`). Without a TPU libtpu
+    /// prints a warning unless it is set; ahead-of-time compilation takes its target from the
+    /// topology instead, so any valid type silences it without changing results.
+    pub const TPU_ACCELERATOR_TYPE: &'static str = "TPU_ACCELERATOR_TYPE";
+    /// libtpu: skip its one-process-per-machine lock file (`/tmp/libtpu_lockfile`). Without a
+    /// TPU there is no device to share, and two `tpuport compile` runs at once must not fail.
+    pub const ALLOW_MULTIPLE_LIBTPU_LOAD: &'static str = "ALLOW_MULTIPLE_LIBTPU_LOAD";
     /// The active Python virtual environment; its site-packages are searched for plugins.
     pub const VIRTUAL_ENV: &'static str = "VIRTUAL_ENV";
     /// XDG base directory for caches.
@@ -33,4 +43,23 @@ impl EnvVars {
     pub const PATH: &'static str = "PATH";
     /// Home directory (cache fallback, user site-packages).
     pub const HOME: &'static str = "HOME";
+}
+
+/// Variables libtpu needs on a machine without a TPU so that initialisation neither retries
+/// the GCE metadata server (about ten minutes), nor logs errors about the missing slice, nor
+/// refuses because another process holds libtpu's lock file:
+/// `(name, value)` pairs to set **before** libtpu is initialised, each only when the user has
+/// not set it. Setting the environment is the caller's job (the binary does it first thing
+/// in `main`, before any thread exists): a library cannot change it safely once threads run.
+#[must_use]
+pub fn libtpu_offline_env() -> Vec<(&'static str, &'static str)> {
+    [
+        (EnvVars::TPU_SKIP_MDS_QUERY, "1"),
+        (EnvVars::TPU_WORKER_HOSTNAMES, "localhost"),
+        (EnvVars::TPU_ACCELERATOR_TYPE, "v5litepod-8"),
+        (EnvVars::ALLOW_MULTIPLE_LIBTPU_LOAD, "1"),
+    ]
+    .into_iter()
+    .filter(|(k, _)| std::env::var_os(k).is_none())
+    .collect()
 }

@@ -78,6 +78,15 @@ pub enum PjrtError {
         /// The plugin's message.
         detail: String,
     },
+    /// The process environment must be prepared before the plugin can be used here (libtpu on
+    /// a machine without a TPU: see [`crate::libtpu_offline_env`]).
+    #[error("{plugin}: {what}")]
+    Environment {
+        /// Plugin path.
+        plugin: PathBuf,
+        /// What to set and why.
+        what: String,
+    },
     /// An argument the caller passed is wrong (count, device, dtype).
     #[error("{0}")]
     InvalidArgument(String),

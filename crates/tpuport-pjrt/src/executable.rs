@@ -17,8 +17,8 @@ use crate::sys;
 
 /// An owned `PJRT_Executable`.
 pub struct Executable {
-    api: &'static Api,
-    raw: *mut sys::PJRT_Executable,
+    pub(crate) api: &'static Api,
+    pub(crate) raw: *mut sys::PJRT_Executable,
 }
 
 // SAFETY: executables are immutable after compilation; queries are thread-safe.
@@ -60,6 +60,10 @@ pub struct CompiledMemoryStats {
     pub host_output: i64,
     /// Host-side temporaries.
     pub host_temp: i64,
+    /// Peak device memory of the program, where the plugin reports it (0 otherwise).
+    pub peak: i64,
+    /// Total device memory the plugin reports (`total_size_in_bytes`; 0 when not given).
+    pub total: i64,
 }
 
 /// Element type and (per-device) dimensions of one output.
@@ -72,6 +76,11 @@ pub struct OutputInfo {
 }
 
 impl Executable {
+    /// Takes ownership of an executable returned by the plugin (`PJRT_Compile`).
+    pub(crate) fn from_raw(api: &'static Api, raw: *mut sys::PJRT_Executable) -> Executable {
+        Executable { api, raw }
+    }
+
     /// Program name (`jit_f`).
     ///
     /// # Errors
@@ -192,6 +201,8 @@ impl Executable {
             host_argument: a.host_argument_size_in_bytes,
             host_output: a.host_output_size_in_bytes,
             host_temp: a.host_temp_size_in_bytes,
+            peak: a.peak_memory_in_bytes,
+            total: a.total_size_in_bytes,
         })
     }
 

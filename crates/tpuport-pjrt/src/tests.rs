@@ -12,9 +12,10 @@ pub(crate) fn cpu_plugin() -> &'static crate::Plugin {
 
 #[test]
 fn table_layout_matches_header_size() {
-    // 8 (struct_size) + 8 (extension_start) + 24 (version) + 129 functions.
+    // 8 (struct_size) + 8 (extension_start) + 24 (version) + 137 functions (header 0.113).
     assert_eq!(size_of::<sys::PJRT_Api>(), 40 + 8 * sys::PJRT_API_NUM_FUNCTIONS);
-    assert_eq!(sys::PJRT_API_NUM_FUNCTIONS, 129);
+    assert_eq!(sys::PJRT_API_NUM_FUNCTIONS, 137);
+    assert_eq!(size_of::<sys::PJRT_Api>(), 1136);
     assert_eq!(std::mem::offset_of!(sys::PJRT_Api, PJRT_Error_Destroy), 40);
     // Known plugin table sizes from pjrt-notes §1: 0.81 = 984 bytes = 118 functions.
     assert_eq!(
@@ -33,7 +34,19 @@ fn struct_sizes_follow_pjrt_struct_size() {
     assert_eq!(sys::PJRT_Client_Create_Args::new().struct_size, 88);
     assert_eq!(sys::PJRT_LoadedExecutable_Execute_Args::new().struct_size, 80);
     assert_eq!(sys::PJRT_Client_BufferFromHostBuffer_Args::new().struct_size, 120);
-    assert_eq!(sys::PJRT_ExecuteOptions::new().struct_size, 112);
+    assert_eq!(sys::PJRT_ExecuteOptions::new().struct_size, 144);
+    // Structs that grew between 0.94 and 0.113, and the topology / AOT ones (sizes worked out
+    // field by field from the 0.113 header).
+    assert_eq!(sys::PJRT_Device_MemoryStats_Args::new().struct_size, 201);
+    assert_eq!(sys::PJRT_Executable_GetCompiledMemoryStats_Args::new().struct_size, 144);
+    assert_eq!(sys::PJRT_Executable_DeserializeAndLoad_Args::new().struct_size, 72);
+    assert_eq!(sys::PJRT_TopologyDescription_Create_Args::new().struct_size, 56);
+    assert_eq!(sys::PJRT_TopologyDescription_Attributes_Args::new().struct_size, 40);
+    assert_eq!(sys::PJRT_Compile_Args::new().struct_size, 64);
+    assert_eq!(sys::PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args::new().struct_size, 40);
+    assert_eq!(sys::PJRT_Shardings_PJRT_Executable_OutputShardings_Args::new().struct_size, 48);
+    assert_eq!(size_of::<sys::PJRT_Layouts_Extension>(), 24 + 7 * 8);
+    assert_eq!(size_of::<sys::PJRT_Shardings_Extension>(), 24 + 2 * 8);
 }
 
 /// The function names in our table match the plugin-shipped 0.81 header, in order, for the

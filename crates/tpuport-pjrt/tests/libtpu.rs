@@ -1,6 +1,6 @@
-//! The real libtpu (PyPI `libtpu` 0.0.52, PJRT API 0.117), when `scripts/libtpu_fetch.sh` has
-//! fetched it into `.cache/libtpu/` (or `$TPUPORT_LIBTPU` names one). Without it the test
-//! passes trivially: the wheel is a 137 MB download that CI does not pay for by default.
+//! The real libtpu (PyPI `libtpu` 0.0.52, PJRT API 0.117), when `make libtpu`
+//! (`scripts/libtpu_fetch.sh`) has fetched it into `.cache/libtpu/` (or `$TPUPORT_LIBTPU` names
+//! one). Without it the test says so in one line and passes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(
@@ -8,29 +8,12 @@
     reason = "set_var before any thread of this one-test binary reads the environment"
 )]
 
-use std::path::{Path, PathBuf};
-
-use tpuport_pjrt::{Client, ClientOptions, EnvVars, PjrtError};
-
-/// libtpu from `scripts/libtpu_fetch.sh` (or `$TPUPORT_LIBTPU`), when present.
-fn libtpu() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(EnvVars::TPUPORT_LIBTPU) {
-        return Some(PathBuf::from(p));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/libtpu");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(root)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path().join("libtpu/libtpu.so")))
-        .filter(|p| p.is_file())
-        .collect();
-    found.sort();
-    found.pop()
-}
+use tpuport_pjrt::{Client, ClientOptions, PjrtError};
 
 #[test]
 fn libtpu_loads_and_reports_its_version_or_no_tpu() {
-    let Some(path) = libtpu() else {
-        // Not fetched: this test needs `scripts/libtpu_fetch.sh` (137 MB download).
+    let Some(path) = tpuport_testkit::libtpu("libtpu_loads_and_reports_its_version_or_no_tpu")
+    else {
         return;
     };
     let t = std::time::Instant::now();
@@ -52,8 +35,11 @@ fn libtpu_loads_and_reports_its_version_or_no_tpu() {
         assert!(e.to_string().starts_with("no TPU devices"), "{e}");
         assert!(t.elapsed().as_secs() < 30, "no-TPU answer took {:?}", t.elapsed());
         // The plugin's own answer: NOT_FOUND "No jellyfish device found", mapped the same way.
-        // SAFETY: this binary holds one test; nothing else reads the environment concurrently.
-        unsafe { std::env::set_var(EnvVars::TPU_SKIP_MDS_QUERY, "1") };
+        for (k, v) in tpuport_pjrt::libtpu_offline_env() {
+            // SAFETY: this binary holds one test; nothing else reads the environment
+            // concurrently.
+            unsafe { std::env::set_var(k, v) };
+        }
         let opts = ClientOptions { skip_hardware_check: true, ..ClientOptions::default() };
         let e = Client::new(plugin, &opts).unwrap_err();
         assert!(

@@ -21,6 +21,7 @@ pub mod audit;
 pub mod bench;
 pub mod catalog;
 pub mod check;
+pub mod compile;
 pub mod conformance;
 pub mod doctor;
 mod error;

@@ -59,6 +59,14 @@ pub(crate) enum ColorChoice {
     Never,
 }
 
+impl Command {
+    /// Whether the verb starts libtpu without a TPU attached (ahead-of-time compilation), so
+    /// `main` prepares libtpu's offline environment before any thread exists.
+    pub(crate) fn compiles_for_tpu_offline(&self) -> bool {
+        matches!(self, Command::Compile(_))
+    }
+}
+
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -68,6 +76,9 @@ pub(crate) enum Command {
     /// Audit a model before touching a TPU: FLOPs, tiling padding, memory, where it fits,
     /// roofline estimates per generation, and support / risk findings.
     Audit(commands::audit::AuditArgs),
+    /// Compile a model with the real TPU compiler (libtpu) for a slice, without a TPU: memory
+    /// per chip and fit, cost, layouts and shardings, compile errors; save the executable.
+    Compile(commands::compile::CompileArgs),
     /// List PJRT plugins (path, API version, platform, devices) and Python framework versions.
     Doctor(commands::doctor::DoctorArgs),
     /// Execute a StableHLO module on a PJRT device with inputs from .npy files.

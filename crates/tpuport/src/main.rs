@@ -12,6 +12,9 @@ use clap::{CommandFactory as _, FromArgMatches as _};
 fn main() -> ExitCode {
     let cli = parse_args();
     set_process_env(&cli.global);
+    if cli.command.compiles_for_tpu_offline() {
+        libtpu_offline_env();
+    }
     let printer = printer::Printer::new(&cli.global);
     // The verb returns before the exit status is chosen, so everything it owns (temporary
     // folders, the PJRT client) is dropped first.
@@ -58,6 +61,23 @@ fn set_process_env(g: &cli::GlobalArgs) {
         }
         if let Some(py) = &g.python {
             std::env::set_var(tpuport_pjrt::EnvVars::TPUPORT_PYTHON, py);
+        }
+    }
+}
+
+/// libtpu on a machine without a TPU would retry the GCE metadata server for about ten minutes
+/// and log errors about the missing slice; the variables `tpuport_pjrt::libtpu_offline_env`
+/// names stop that (only those the user has not set, and only where no TPU is attached).
+fn libtpu_offline_env() {
+    if tpuport_pjrt::tpu_hardware_present() {
+        return;
+    }
+    for (k, v) in tpuport_pjrt::libtpu_offline_env() {
+        // SAFETY: called from `main` before any thread is spawned or any plugin is loaded,
+        // so nothing can read or write the environment concurrently.
+        #[allow(unsafe_code, reason = "set_var is unsafe in edition 2024; see SAFETY")]
+        unsafe {
+            std::env::set_var(k, v);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `PJRT_Api`: the plugin's function table, in the 0.94 header's order (129 entries).
+//! `PJRT_Api`: the plugin's function table, in the 0.113 header's order (137 entries).
 //!
 //! A plugin built against an older header has a shorter table: `struct_size` says how many
 //! bytes of it exist. [`crate::api::Api`] copies only that many bytes and treats every entry
@@ -111,7 +111,9 @@ pub(crate) struct PJRT_Api {
     >,
     pub(crate) PJRT_Executable_GetCostAnalysis:
         Option<unsafe extern "C" fn(*mut PJRT_Executable_GetCostAnalysis_Args) -> *mut PJRT_Error>,
-    pub(crate) PJRT_Executable_OutputMemoryKinds: PJRT_UnusedFn,
+    pub(crate) PJRT_Executable_OutputMemoryKinds: Option<
+        unsafe extern "C" fn(*mut PJRT_Executable_OutputMemoryKinds_Args) -> *mut PJRT_Error,
+    >,
     pub(crate) PJRT_Executable_OptimizedProgram: PJRT_UnusedFn,
     pub(crate) PJRT_Executable_Serialize:
         Option<unsafe extern "C" fn(*mut PJRT_Executable_Serialize_Args) -> *mut PJRT_Error>,
@@ -163,8 +165,10 @@ pub(crate) struct PJRT_Api {
     pub(crate) PJRT_CopyToDeviceStream_TotalBytes: PJRT_UnusedFn,
     pub(crate) PJRT_CopyToDeviceStream_GranuleSize: PJRT_UnusedFn,
     pub(crate) PJRT_CopyToDeviceStream_CurrentBytes: PJRT_UnusedFn,
-    pub(crate) PJRT_TopologyDescription_Create: PJRT_UnusedFn,
-    pub(crate) PJRT_TopologyDescription_Destroy: PJRT_UnusedFn,
+    pub(crate) PJRT_TopologyDescription_Create:
+        Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_Create_Args) -> *mut PJRT_Error>,
+    pub(crate) PJRT_TopologyDescription_Destroy:
+        Option<unsafe extern "C" fn(*mut PJRT_TopologyDescription_Destroy_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_TopologyDescription_PlatformName: Option<
         unsafe extern "C" fn(*mut PJRT_TopologyDescription_PlatformName_Args) -> *mut PJRT_Error,
     >,
@@ -176,9 +180,14 @@ pub(crate) struct PJRT_Api {
             *mut PJRT_TopologyDescription_GetDeviceDescriptions_Args,
         ) -> *mut PJRT_Error,
     >,
-    pub(crate) PJRT_TopologyDescription_Serialize: PJRT_UnusedFn,
-    pub(crate) PJRT_TopologyDescription_Attributes: PJRT_UnusedFn,
-    pub(crate) PJRT_Compile: PJRT_UnusedFn,
+    pub(crate) PJRT_TopologyDescription_Serialize: Option<
+        unsafe extern "C" fn(*mut PJRT_TopologyDescription_Serialize_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_TopologyDescription_Attributes: Option<
+        unsafe extern "C" fn(*mut PJRT_TopologyDescription_Attributes_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_Compile:
+        Option<unsafe extern "C" fn(*mut PJRT_Compile_Args) -> *mut PJRT_Error>,
     pub(crate) PJRT_Executable_OutputElementTypes: Option<
         unsafe extern "C" fn(*mut PJRT_Executable_OutputElementTypes_Args) -> *mut PJRT_Error,
     >,
@@ -225,13 +234,26 @@ pub(crate) struct PJRT_Api {
     pub(crate) PJRT_Event_Create: PJRT_UnusedFn,
     pub(crate) PJRT_Event_Set: PJRT_UnusedFn,
     pub(crate) PJRT_Device_GetAttributes: PJRT_UnusedFn,
+    // 0.95 .. 0.113
+    pub(crate) PJRT_Client_Load: PJRT_UnusedFn,
+    pub(crate) PJRT_LoadedExecutable_AddressableDeviceLogicalIds: PJRT_UnusedFn,
+    pub(crate) PJRT_Buffer_Bitcast: PJRT_UnusedFn,
+    pub(crate) PJRT_Error_ForEachPayload: PJRT_UnusedFn,
+    pub(crate) PJRT_TopologyDescription_Fingerprint: Option<
+        unsafe extern "C" fn(*mut PJRT_TopologyDescription_Fingerprint_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_Executable_ParameterMemoryKinds: Option<
+        unsafe extern "C" fn(*mut PJRT_Executable_ParameterMemoryKinds_Args) -> *mut PJRT_Error,
+    >,
+    pub(crate) PJRT_Device_ClearMemoryStats: PJRT_UnusedFn,
+    pub(crate) PJRT_TopologyDescription_GetMemorySpaceKindIds: PJRT_UnusedFn,
 }
 
 /// Number of function entries in this header's table.
-pub(crate) const PJRT_API_NUM_FUNCTIONS: usize = 129;
+pub(crate) const PJRT_API_NUM_FUNCTIONS: usize = 137;
 
 /// Names of the table entries, in order (used by the layout test and error messages).
-pub(crate) const PJRT_API_FUNCTION_NAMES: [&str; 129] = [
+pub(crate) const PJRT_API_FUNCTION_NAMES: [&str; 137] = [
     "PJRT_Error_Destroy",
     "PJRT_Error_Message",
     "PJRT_Error_GetCode",
@@ -361,4 +383,12 @@ pub(crate) const PJRT_API_FUNCTION_NAMES: [&str; 129] = [
     "PJRT_Event_Create",
     "PJRT_Event_Set",
     "PJRT_Device_GetAttributes",
+    "PJRT_Client_Load",
+    "PJRT_LoadedExecutable_AddressableDeviceLogicalIds",
+    "PJRT_Buffer_Bitcast",
+    "PJRT_Error_ForEachPayload",
+    "PJRT_TopologyDescription_Fingerprint",
+    "PJRT_Executable_ParameterMemoryKinds",
+    "PJRT_Device_ClearMemoryStats",
+    "PJRT_TopologyDescription_GetMemorySpaceKindIds",
 ];

@@ -28,6 +28,7 @@ macro_rules! args {
         }
     };
 }
+pub(super) use args;
 
 args!(PJRT_Error_Destroy_Args {
     error: *mut PJRT_Error,
@@ -223,7 +224,9 @@ args!(PJRT_Device_MemoryStats_Args {
     pool_bytes_is_set: bool,
     peak_pool_bytes: i64,
     peak_pool_bytes_is_set: bool,
-} last = peak_pool_bytes_is_set);
+    peak_allocated_bytes: i64,
+    peak_allocated_bytes_is_set: bool,
+} last = peak_allocated_bytes_is_set);
 
 args!(PJRT_Executable_Destroy_Args {
     executable: *mut PJRT_Executable,
@@ -307,7 +310,10 @@ args!(PJRT_Executable_GetCompiledMemoryStats_Args {
     host_temp_size_in_bytes: i64,
     peak_memory_in_bytes: i64,
     total_size_in_bytes: i64,
-} last = total_size_in_bytes);
+    total_allocation_bytes: i64,
+    indefinite_allocations: i64,
+    peak_unpadded_heap_bytes: i64,
+} last = peak_unpadded_heap_bytes);
 
 args!(PJRT_Executable_OutputElementTypes_Args {
     executable: *mut PJRT_Executable,
@@ -337,7 +343,8 @@ args!(PJRT_Executable_DeserializeAndLoad_Args {
     loaded_executable: *mut PJRT_LoadedExecutable,
     overridden_serialized_compile_options: *const c_char,
     overridden_serialized_compile_options_size: usize,
-} last = overridden_serialized_compile_options_size);
+    load_options: *mut PJRT_LoadOptions,
+} last = load_options);
 
 args!(PJRT_Buffer_Destroy_Args {
     buffer: *mut PJRT_Buffer,
@@ -399,3 +406,57 @@ args!(PJRT_TopologyDescription_GetDeviceDescriptions_Args {
     descriptions: *const *mut PJRT_DeviceDescription,
     num_descriptions: usize,
 } last = num_descriptions);
+
+args!(PJRT_TopologyDescription_Create_Args {
+    topology_name: *const c_char,
+    topology_name_size: usize,
+    create_options: *const PJRT_NamedValue,
+    num_options: usize,
+    topology: *mut PJRT_TopologyDescription,
+} last = topology);
+
+args!(PJRT_TopologyDescription_Destroy_Args {
+    topology: *mut PJRT_TopologyDescription,
+} last = topology);
+
+args!(PJRT_TopologyDescription_Serialize_Args {
+    topology: *mut PJRT_TopologyDescription,
+    serialized_bytes: *const c_char,
+    serialized_bytes_size: usize,
+    serialized_topology: *mut PJRT_SerializedTopology,
+    serialized_topology_deleter: Option<unsafe extern "C" fn(*mut PJRT_SerializedTopology)>,
+} last = serialized_topology_deleter);
+
+args!(PJRT_TopologyDescription_Attributes_Args {
+    topology: *mut PJRT_TopologyDescription,
+    attributes: *const PJRT_NamedValue,
+    num_attributes: usize,
+} last = num_attributes);
+
+args!(PJRT_TopologyDescription_Fingerprint_Args {
+    topology: *const PJRT_TopologyDescription,
+    fingerprint: u64,
+} last = fingerprint);
+
+args!(PJRT_Compile_Args {
+    topology: *const PJRT_TopologyDescription,
+    program: *const PJRT_Program,
+    compile_options: *const c_char,
+    compile_options_size: usize,
+    client: *mut PJRT_Client,
+    executable: *mut PJRT_Executable,
+} last = executable);
+
+args!(PJRT_Executable_OutputMemoryKinds_Args {
+    executable: *mut PJRT_Executable,
+    num_outputs: usize,
+    memory_kinds: *const *const c_char,
+    memory_kind_sizes: *const usize,
+} last = memory_kind_sizes);
+
+args!(PJRT_Executable_ParameterMemoryKinds_Args {
+    executable: *mut PJRT_Executable,
+    num_parameters: usize,
+    memory_kinds: *const *const c_char,
+    memory_kind_sizes: *const usize,
+} last = memory_kind_sizes);

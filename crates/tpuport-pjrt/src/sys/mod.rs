@@ -1,10 +1,12 @@
 //! Raw declarations for the part of the PJRT C API tpuport uses.
 //!
-//! Written by hand against openxla/xla `xla/pjrt/c/pjrt_c_api.h` at PJRT API **0.94** (the
-//! newest header available to this project; see `docs/runtime.md`), and checked against the
-//! 0.81 header the CPU plugin wheel ships (the function table's first 118 entries and every
-//! argument struct used here are prefixes of the 0.94 layouts; the `layout` test compares
-//! them). Minor versions only ever append fields, so a caller built against a newer header
+//! Written by hand against `xla/pjrt/c/pjrt_c_api.h` at PJRT API **0.113** (the copy in the
+//! public repository `zml/xla` at commit `569845078f053a43af6b1519eacbcf95a032919e`; see
+//! `docs/runtime.md`), and checked against the 0.81 header the CPU plugin wheel ships (the
+//! function table's first 118 entries and every argument struct used here are prefixes of the
+//! 0.113 layouts; the `layout` tests compare them). The Layouts and Shardings extensions
+//! ([`ext`]) follow `pjrt_c_api_layouts_extension.h` (version 4) and
+//! `pjrt_c_api_shardings_extension.h` (version 1) of the same commit. Minor versions only ever append fields, so a caller built against a newer header
 //! works with an older plugin: the plugin checks that `struct_size` is at least its own size.
 //!
 //! Every argument struct is built with its `new()` constructor, which sets `struct_size` to
@@ -25,16 +27,18 @@
 
 mod api;
 mod args;
+mod ext;
 
 pub(crate) use api::*;
 pub(crate) use args::*;
+pub(crate) use ext::*;
 
 use std::ffi::{c_char, c_int, c_void};
 
 /// Major version of the header these declarations follow.
 pub(crate) const PJRT_API_MAJOR: c_int = 0;
 /// Minor version of the header these declarations follow.
-pub(crate) const PJRT_API_MINOR: c_int = 94;
+pub(crate) const PJRT_API_MINOR: c_int = 113;
 
 // Opaque handles.
 macro_rules! opaque {
@@ -60,9 +64,14 @@ opaque!(
     PJRT_SerializedExecutable,
     PJRT_SendCallbackInfo,
     PJRT_RecvCallbackInfo,
+    PJRT_SerializedTopology,
+    PJRT_MultiSlice_Config,
+    PJRT_HloOutputCallbackInfo,
+    PJRT_Layouts_MemoryLayout,
+    PJRT_Layouts_SerializedLayout,
 );
 
-/// `PJRT_Extension_Type` (0.94 numbering).
+/// `PJRT_Extension_Type` (0.113 numbering).
 pub(crate) type PJRT_Extension_Type = c_int;
 
 /// `PJRT_Extension_Base`: the head of every extension struct in the chain.
@@ -201,6 +210,10 @@ pub(crate) struct PJRT_ExecuteOptions {
     pub(crate) num_tasks: usize,
     pub(crate) task_ids: *mut c_int,
     pub(crate) incarnation_ids: *mut i64,
+    pub(crate) multi_slice_config: *mut PJRT_MultiSlice_Config,
+    pub(crate) use_major_to_minor_data_layout_for_callbacks: bool,
+    pub(crate) hlo_output_callbacks: *mut PJRT_HloOutputCallbackInfo,
+    pub(crate) num_hlo_output_callbacks: usize,
 }
 
 impl PJRT_ExecuteOptions {
@@ -220,12 +233,25 @@ impl PJRT_ExecuteOptions {
             num_tasks: 0,
             task_ids: std::ptr::null_mut(),
             incarnation_ids: std::ptr::null_mut(),
+            multi_slice_config: std::ptr::null_mut(),
+            use_major_to_minor_data_layout_for_callbacks: false,
+            hlo_output_callbacks: std::ptr::null_mut(),
+            num_hlo_output_callbacks: 0,
         }
     }
 }
 
 /// Function pointer type for table entries tpuport does not call (same ABI as a pointer).
 pub(crate) type PJRT_UnusedFn = Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>;
+
+/// `PJRT_LoadOptions` (a plain struct: it has no `extension_start`).
+#[repr(C)]
+pub(crate) struct PJRT_LoadOptions {
+    pub(crate) struct_size: usize,
+    pub(crate) computation_origin: *const i32,
+    pub(crate) computation_origin_size: usize,
+    pub(crate) multi_slice_config: *mut PJRT_MultiSlice_Config,
+}
 
 /// `const PJRT_Api* GetPjrtApi(void)`, the one symbol every plugin exports.
 pub(crate) type GetPjrtApiFn = unsafe extern "C" fn() -> *const PJRT_Api;

@@ -5,6 +5,7 @@ pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod catalog;
 pub(crate) mod check;
+pub(crate) mod compile;
 pub(crate) mod completions;
 pub(crate) mod conformance;
 pub(crate) mod doctor;
@@ -48,6 +49,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
     match cmd {
         Command::Inspect(a) => inspect::run(&a, global, p),
         Command::Audit(a) => audit::run(&a, global, p),
+        Command::Compile(a) => compile::run(&a, global, p),
         Command::Doctor(a) => doctor::run(&a, global, p),
         Command::Run(a) => run::run(&a, global, p),
         Command::Lower(a) => lower::run(&a, global, p),
