@@ -84,7 +84,11 @@ fn check_precision_and_recall_on_the_corpus() {
         .filter_map(|l| l.split('\t').nth(1).map(str::to_owned))
         .collect();
     assert!(files.len() >= 15, "the corpus holds {} scripts, at least 15 wanted", files.len());
-    assert!(repos.len() >= 6, "the corpus comes from {} repositories, at least 6 wanted", repos.len());
+    assert!(
+        repos.len() >= 6,
+        "the corpus comes from {} repositories, at least 6 wanted",
+        repos.len()
+    );
     let rules = RuleSet::all();
     let mut total = Score::default();
     let mut report = String::new();
@@ -171,6 +175,11 @@ fn port_of_every_corpus_script_is_idempotent() {
         let source = std::fs::read_to_string(corpus().join(&file)).unwrap();
         let once = port_source(&source, target).unwrap();
         let twice = port_source(&once.output, target).unwrap();
-        assert_eq!(once.output, twice.output, "{file}: a second `port --to {}` changed the file", target.name());
+        assert_eq!(
+            once.output,
+            twice.output,
+            "{file}: a second `port --to {}` changed the file",
+            target.name()
+        );
     }
 }
