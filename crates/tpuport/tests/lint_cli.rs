@@ -74,6 +74,11 @@ fn parse_error_is_reported_run_continues_exit_2() {
     let o = run(&["check", "missing.py"], dir.path());
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read missing.py"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("All checks passed!"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 file could not be checked"), "{}", stdout(&o));
+    let o = run(&["check", "bad.py"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stdout(&o).contains("All checks passed!"), "a file that does not parse did not pass");
 }
 
 #[test]

@@ -317,11 +317,7 @@ fn donation(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
                 let mut v =
                     vec![Edit::replace(span, format!("{partial}(jax.jit, donate_argnums={nums})"))];
                 if partial == "functools.partial" {
-                    v.extend(edits::add_import(
-                        ctx.source,
-                        ctx.parsed.module(),
-                        "import functools",
-                    ));
+                    v.extend(ctx.add_import("import functools"));
                 }
                 v
             }
