@@ -72,7 +72,9 @@ pub(super) fn ensure_imports(
     for (name, line) in wanted {
         // Bound anywhere in the module (an import, an assignment): a name the script defines
         // itself is left alone.
-        if reads.found.contains(name) && !scopes.binds(MODULE, name) && !binds_anywhere(source, name)
+        if reads.found.contains(name)
+            && !scopes.binds(MODULE, name)
+            && !binds_anywhere(source, name)
         {
             lines.push((*line).to_owned());
         }

@@ -149,17 +149,13 @@ fn axis_names(ctx: &Ctx<'_>) -> Vec<String> {
 /// Adds the mesh and the two shardings once, after the imports, when the file uses pmap-era
 /// data placement.
 fn mesh_definitions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
-    let needs = [
-        "jax.pmap",
-        "replicate(",
-        "shard(",
-        "device_put_replicated",
-        "device_put_sharded",
-        "data_sharding",
-        "replicated_sharding",
-    ]
-    .iter()
-    .any(|n| ctx.source.contains(n));
+    // pmap-era placement, or a rewrite that already uses the shardings without the file
+    // defining them (its mesh insertion lost a clash in an earlier pass).
+    let pmap_era = uses_pmap_era_api(ctx);
+    let dangling = ["data_sharding", "replicated_sharding"]
+        .iter()
+        .any(|n| ctx.source.contains(n) && !ctx.semantic.scopes.binds(crate::scope::MODULE, n));
+    let needs = pmap_era || dangling;
     // Only JAX files: a `replicate(` in unrelated code is no reason to add a mesh.
     let jax_file = ctx.semantic.uses(crate::semantic::Framework::Jax);
     if !needs || !jax_file || ctx.source.contains("data_mesh = jax.make_mesh(") {
@@ -444,14 +440,19 @@ fn per_device_batches(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<No
                 if let StmtKind::Assign { targets, value } = &s.kind
                     && let [t] = targets.as_slice()
                     && let Some(call) = value.as_call()
-                    && self.ctx.semantic.resolves_to(&call.func, &["flax.jax_utils.prefetch_to_device"])
+                    && self
+                        .ctx
+                        .semantic
+                        .resolves_to(&call.func, &["flax.jax_utils.prefetch_to_device"])
                     && call.args.first().is_some_and(|a| {
                         a.span.slice(self.ctx.source) == t.span.slice(self.ctx.source)
                     })
                 {
                     self.out.push(Proposal {
                         edits: vec![edits::delete_statement(self.ctx.source, s, body.len() == 1)],
-                        description: "`prefetch_to_device` removed: batches are placed with `data_sharding`".to_owned(),
+                        description:
+                            "`prefetch_to_device` removed: batches are placed with `data_sharding`"
+                                .to_owned(),
                     });
                     continue;
                 }
@@ -483,7 +484,9 @@ fn per_device_batches(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<No
             {
                 self.out.push(Proposal {
                     edits: vec![Edit::replace(call_span(call), it.span.slice(ctx.source))],
-                    description: "`prefetch_to_device` removed: batches are placed with `data_sharding`".to_owned(),
+                    description:
+                        "`prefetch_to_device` removed: batches are placed with `data_sharding`"
+                            .to_owned(),
                 });
                 return;
             }
@@ -498,11 +501,44 @@ fn per_device_batches(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<No
             {
                 self.out.push(Proposal {
                     edits: vec![edits::remove_argument(ctx.source, call, k.span)],
-                    description: "`axis_name` of the old pmap axis removed (no named axis under jit)".to_owned(),
+                    description:
+                        "`axis_name` of the old pmap axis removed (no named axis under jit)"
+                            .to_owned(),
                 });
             }
             walk_expr(self, e);
         }
     }
     Find { ctx, out, notes, counts, axes }.visit_body(&ctx.parsed.module().body);
+}
+
+/// Whether the file refers to `jax.pmap` or a helper that lays data out per device for it.
+fn uses_pmap_era_api(ctx: &Ctx<'_>) -> bool {
+    const NAMES: &[&str] = &[
+        "jax.pmap",
+        "flax.jax_utils.replicate",
+        "flax.training.common_utils.shard",
+        "flax.training.common_utils.shard_prng_key",
+        "jax.device_put_replicated",
+        "jax.device_put_sharded",
+    ];
+    struct Find<'c, 'a> {
+        ctx: &'c Ctx<'a>,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Find<'_, '_> {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            if self.found {
+                return;
+            }
+            if e.dotted().is_some() && self.ctx.semantic.resolves_to(e, NAMES) {
+                self.found = true;
+                return;
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut f = Find { ctx, found: false };
+    f.visit_body(&ctx.parsed.module().body);
+    f.found
 }

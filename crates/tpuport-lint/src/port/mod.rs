@@ -157,7 +157,8 @@ impl<'a> Ctx<'a> {
             return None;
         }
         let off = self.import_offset;
-        let prefix = if off > 0 && !self.source[..off as usize].ends_with('\n') { "\n" } else { "" };
+        let prefix =
+            if off > 0 && !self.source[..off as usize].ends_with('\n') { "\n" } else { "" };
         Some(Edit::insert(off, format!("{prefix}{line}\n")))
     }
 }
@@ -231,8 +232,11 @@ pub fn port_source_with(
         let Some((next, applied, taken)) = apply(&current, proposals) else { break };
         let Ok(next_parsed) = parse_module(&next) else { break };
         changes.extend(applied);
-        let mut offsets: Vec<&mut u32> =
-            changes.iter_mut().map(|(at, _)| at).chain(notes.iter_mut().map(|n| &mut n.at)).collect();
+        let mut offsets: Vec<&mut u32> = changes
+            .iter_mut()
+            .map(|(at, _)| at)
+            .chain(notes.iter_mut().map(|n| &mut n.at))
+            .collect();
         shift_all(&mut offsets, &taken);
         current = next;
         parsed = next_parsed;

@@ -50,10 +50,12 @@ fn device_expressions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<N
             }
             let sole = |body: &'s [Stmt]| -> Option<&'s str> {
                 match body {
-                    [Stmt { kind: StmtKind::Assign { targets, .. }, .. }] => match targets.as_slice() {
-                        [t] => t.as_name(),
-                        _ => None,
-                    },
+                    [Stmt { kind: StmtKind::Assign { targets, .. }, .. }] => {
+                        match targets.as_slice() {
+                            [t] => t.as_name(),
+                            _ => None,
+                        }
+                    }
                     _ => None,
                 }
             };
@@ -87,10 +89,17 @@ fn device_expressions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<N
             if let Some(call) = e.as_call()
                 && self.ctx.semantic.resolves_to(
                     &call.func,
-                    &["torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"],
+                    &[
+                        "torch.accelerator.current_accelerator",
+                        "torch.accelerator.current_device_index",
+                    ],
                 )
             {
-                self.push(call_span(call), "torch_xla.device()".to_owned(), "device: `torch_xla.device()` instead of the current accelerator");
+                self.push(
+                    call_span(call),
+                    "torch_xla.device()".to_owned(),
+                    "device: `torch_xla.device()` instead of the current accelerator",
+                );
                 return;
             }
             if let Some(call) = e.as_call()
@@ -99,14 +108,18 @@ fn device_expressions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<N
                 && !matches!(call.args[0].kind, ExprKind::Str(_))
                 && self.mentions_device_choice(&call.args[0])
             {
-                self.push(call_span(call), "torch_xla.device()".to_owned(), "device: `torch_xla.device()`");
+                self.push(
+                    call_span(call),
+                    "torch_xla.device()".to_owned(),
+                    "device: `torch_xla.device()`",
+                );
                 return;
             }
             if let ExprKind::IfExp { body, orelse, .. } = &e.kind
                 && self.mentions_device_choice(e)
-                && [body, orelse].iter().any(|p| {
-                    p.as_str().is_some_and(crate::rules::helpers::is_cuda_device)
-                })
+                && [body, orelse]
+                    .iter()
+                    .any(|p| p.as_str().is_some_and(crate::rules::helpers::is_cuda_device))
             {
                 self.push(
                     e.span,
@@ -134,7 +147,15 @@ fn sync_after_optimizer_step(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mu
                 && self.ctx.semantic.step_loops.contains(&s.span)
             {
                 let iter = f.iter.span.slice(self.ctx.source);
+                let prepared = match f.iter.as_call() {
+                    Some(c) if c.func.as_name() == Some("enumerate") => c.args.first(),
+                    _ => Some(&f.iter),
+                }
+                .and_then(Expr::dotted)
+                .is_some_and(|d| self.ctx.semantic.prepared.contains(&d));
+                // `accelerator.prepare` wraps loaders in an `MpDeviceLoader` on TPU.
                 let loader_marks_step = iter.contains("MpDeviceLoader")
+                    || prepared
                     || loader_in(self.ctx, &f.iter).is_some()
                     || f.iter.as_name().is_some_and(|n| self.ctx.semantic.dataloaders.contains(n))
                     || f.iter
@@ -176,8 +197,8 @@ fn loader_in<'e>(ctx: &Ctx<'_>, iter: &'e Expr) -> Option<&'e Expr> {
     };
     let dotted = inner.dotted()?;
     let last = dotted.rsplit('.').next().unwrap_or("");
-    let loader = ctx.semantic.dataloaders.contains(&dotted)
-        || crate::semantic::is_loader_name(last);
+    let loader =
+        ctx.semantic.dataloaders.contains(&dotted) || crate::semantic::is_loader_name(last);
     (loader && !ctx.semantic.prepared.contains(&dotted)).then_some(inner)
 }
 
