@@ -99,10 +99,12 @@ pub(crate) struct Semantic {
     pub(crate) dataloaders: HashSet<String>,
     /// Names rebound from a `.prepare(...)` call (🤗 Accelerate).
     pub(crate) prepared: HashSet<String>,
-    /// Dict displays bound to a name, with `.update(...)` merged in: what `**name` passes.
-    dicts: HashMap<String, Vec<DictEntry>>,
-    /// Names whose dict value could not be followed (anything but a dict display or `dict(...)`).
-    opaque_dicts: HashSet<String>,
+    /// Dict displays bound to `(scope, name)`, with `.update(...)` merged in: what `**name`
+    /// passes.
+    dicts: HashMap<(u32, String), Vec<DictEntry>>,
+    /// `(scope, name)`s whose value could not be followed (anything but a dict display or
+    /// `dict(...)`).
+    opaque_dicts: HashSet<(u32, String)>,
     /// Bindings per scope.
     pub(crate) scopes: Scopes,
     /// Whether a `device` variable exists.
@@ -326,20 +328,25 @@ impl Semantic {
     /// name bound to dict displays only.
     pub(crate) fn splat_entries(&self, call: &Call) -> Option<Vec<&DictEntry>> {
         let mut out = Vec::new();
+        let here = self.scopes.scope_at(call.func.span.start);
         for k in call.keywords.iter().filter(|k| k.arg.is_none()) {
             let name = k.value.as_name()?;
-            if self.opaque_dicts.contains(name) {
+            let scope = self.scopes.lookup_chain(here).find(|s| self.scopes.binds(*s, name))?;
+            let key = (scope, name.to_owned());
+            if self.opaque_dicts.contains(&key) {
                 return None;
             }
-            out.extend(self.dicts.get(name)?);
+            out.extend(self.dicts.get(&key)?);
         }
         Some(out)
     }
 
-    /// Adds the entries of `other.update(...)`-merged dicts (`a.update(b)`, `a.update({...})`).
+    /// Adds the entries of `.update(...)`-merged dicts (`a.update(b)`, `a.update({...})`), in
+    /// the scope of the `update` call.
     fn merge_dict_updates(&mut self, module: &Module) {
-        struct Find(Vec<(String, Option<String>, Vec<DictEntry>)>);
-        impl<'a> Visitor<'a> for Find {
+        type Update = (u32, String, Option<String>, Vec<DictEntry>);
+        struct Find<'s>(&'s Scopes, Vec<Update>);
+        impl<'a> Visitor<'a> for Find<'_> {
             fn visit_stmt(&mut self, s: &'a Stmt) {
                 if let StmtKind::Expr(e) = &s.kind
                     && let Some(call) = e.as_call()
@@ -348,14 +355,15 @@ impl Semantic {
                     && let Some(target) = value.as_name()
                     && let [arg] = call.args.as_slice()
                 {
+                    let scope = self.0.scope_at(s.span.start);
                     match &arg.kind {
                         ExprKind::Name(n) => {
-                            self.0.push((target.to_owned(), Some(n.clone()), vec![]))
+                            self.1.push((scope, target.to_owned(), Some(n.clone()), vec![]));
                         }
                         _ => {
                             let mut entries = Vec::new();
                             if dict_entries(arg, &mut entries) {
-                                self.0.push((target.to_owned(), None, entries));
+                                self.1.push((scope, target.to_owned(), None, entries));
                             }
                         }
                     }
@@ -364,18 +372,19 @@ impl Semantic {
             }
             fn visit_expr(&mut self, _e: &'a Expr) {}
         }
-        let mut f = Find(Vec::new());
+        let mut f = Find(&self.scopes, Vec::new());
         f.visit_body(&module.body);
+        let updates = f.1;
         for _ in 0..2 {
-            for (target, from, entries) in &f.0 {
+            for (scope, target, from, entries) in &updates {
                 let mut add = entries.clone();
                 if let Some(n) = from {
-                    match self.dicts.get(n) {
+                    match self.dicts.get(&(*scope, n.clone())) {
                         Some(e) => add.extend(e.iter().cloned()),
                         None => continue,
                     }
                 }
-                let slot = self.dicts.entry(target.clone()).or_default();
+                let slot = self.dicts.entry((*scope, target.clone())).or_default();
                 for e in add {
                     if !slot.iter().any(|x| x.key_span == e.key_span) {
                         slot.push(e);
@@ -644,11 +653,12 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                 if let [t] = targets.as_slice()
                     && let Some(n) = t.as_name()
                 {
+                    let key = (self.sem.scopes.scope_at(stmt.span.start), n.to_owned());
                     let mut entries = Vec::new();
                     if dict_entries(value, &mut entries) {
-                        self.sem.dicts.entry(n.to_owned()).or_default().extend(entries);
+                        self.sem.dicts.entry(key).or_default().extend(entries);
                     } else {
-                        self.sem.opaque_dicts.insert(n.to_owned());
+                        self.sem.opaque_dicts.insert(key);
                     }
                 }
                 if let Some(call) = value.as_call()

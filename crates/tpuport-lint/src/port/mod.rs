@@ -115,6 +115,8 @@ pub struct PortResult {
     pub changes: Vec<Change>,
     /// What remains for a person.
     pub manual: Vec<ManualStep>,
+    /// Rewrite passes run (each parses, lints and applies the non-overlapping proposals).
+    pub passes: usize,
 }
 
 /// A proposed edit with its description, from a port recipe.
@@ -207,7 +209,9 @@ pub fn port_source_with(
     let mut notes: Vec<Note> = Vec::new();
     let mut seen_notes: HashSet<String> = HashSet::new();
     let fix_rules = RuleSet::only(&target.fix_rules(options.preview));
+    let mut passes = 0;
     for _ in 0..MAX_PASSES {
+        passes += 1;
         let semantic = Semantic::build(parsed.module(), &current);
         let ctx = Ctx::new(&current, &parsed, &semantic);
         let mut proposals = Vec::new();
@@ -297,7 +301,7 @@ pub fn port_source_with(
     changes.sort_by_key(|c| c.line);
     manual.sort_by(|a, b| (a.line, a.column, &a.code).cmp(&(b.line, b.column, &b.code)));
     manual.dedup();
-    Ok(PortResult { output: current, changes, manual })
+    Ok(PortResult { output: current, changes, manual, passes })
 }
 
 /// Moves every offset to where it lands after `edits` (sorted, non-overlapping) are

@@ -95,6 +95,7 @@ pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<S
                 "changed": changed,
                 "written": a.write && changed,
                 "changes": result.changes,
+                "passes": result.passes,
                 "manual": result.manual,
                 "diff": if a.write { None } else { Some(unified_diff(&source, &result.output, &path)) },
             })),
