@@ -116,6 +116,7 @@ bench: fixtures build libtpu
 	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
+	$(VPY) scripts/bench_port.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
@@ -166,7 +167,13 @@ $(VENV_XLA)/.stamp:
 	  || { echo "error: could not install torch==2.9.0 torch_xla==2.9.0 into $(VENV_XLA): the torch_xla e2e part cannot run"; exit 2; }
 	@touch $@
 
-venv-xla: $(VENV_XLA)/.stamp
+# torchvision for the corpus scripts run by e2e-port (the version that pairs with torch 2.9.0).
+$(VENV_XLA)/.stamp-torchvision: $(VENV_XLA)/.stamp
+	$(VENV_XLA)/bin/pip install -q torchvision==0.24.0 \
+	  || { echo "error: could not install torchvision==0.24.0 into $(VENV_XLA)"; exit 2; }
+	@touch $@
+
+venv-xla: $(VENV_XLA)/.stamp $(VENV_XLA)/.stamp-torchvision
 
 # Port real training scripts (JAX pmap, PyTorch) and check the ported ones train to the same loss.
 e2e-port: venv venv-xla build

@@ -8,7 +8,14 @@
   original runs in the project venv, the port in `.venv-xla` (torch 2.9.0 + torch_xla 2.9.0)
   with `PJRT_DEVICE=CPU`; the losses must agree and torch_xla must have compiled at most 3 graphs.
 
-Each script prints `final_loss <x>` last. Exit 0 when every part passes, 1 when one fails.
+* Corpus (`crates/tpuport-lint/resources/corpus`, real public scripts): every script is ported
+  to its target and the result must pass `pyflakes` with no undefined name. The ones that can
+  run here (torchvision / JAX scripts whose data can be synthesized) run before and after the
+  port through `scripts/e2e_corpus_runner.py` (tiny synthetic data, same patches both times):
+  originals in the project venv, torch_xla ports in `.venv-xla` with `PJRT_DEVICE=CPU`, JAX on
+  8 fake CPU devices. Every loss (or accuracy) they print must agree within RTOL.
+
+Each e2e script prints `final_loss <x>` last. Exit 0 when every part passes, 1 when one fails.
 """
 
 import argparse
@@ -22,6 +29,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 E2E = REPO / "examples" / "e2e"
+CORPUS = REPO / "crates" / "tpuport-lint" / "resources" / "corpus"
+RUNNER = REPO / "scripts" / "e2e_corpus_runner.py"
+LOSS = r"[Ll]oss(?:_[DG])?: ([0-9][0-9.e+-]*)"
+ACCURACY = r"accuracy ([0-9][0-9.e+-]*)"
+# Corpus scripts that run here: (file, arguments, what to compare). The others are checked with
+# pyflakes only: they need a GPU cluster launch (mp.spawn + NCCL), modules of their repository
+# (super_resolution's model/data), TensorFlow / Flax / tensorflow_datasets (not installed), or
+# hub downloads (transformers), or never move to the device (regression).
+CORPUS_RUNS = [
+    ("pytorch_examples_mnist.py", ["--epochs", "1", "--batch-size", "16", "--test-batch-size",
+                                   "32", "--log-interval", "1", "--lr", "0.1"], LOSS),
+    ("pytorch_examples_mnist_rnn.py", ["--epochs", "1", "--batch-size", "16", "--test-batch-size",
+                                       "32", "--log-interval", "1"], LOSS),
+    ("pytorch_examples_vae.py", ["--epochs", "1", "--batch-size", "16", "--log-interval", "1"],
+     LOSS),
+    ("pytorch_tutorials_quickstart.py", [], LOSS),
+    ("pytorch_examples_dcgan.py", ["--dataset", "fake", "--niter", "1", "--batchSize", "8",
+                                   "--workers", "0", "--outf", "dcgan_out", "--manualSeed", "1"], LOSS),
+    ("jax_mnist_classifier.py", [], ACCURACY),
+    ("jax_spmd_mnist_classifier.py", [], ACCURACY),
+]
 RTOL = 1e-3
 MAX_GRAPHS = 3
 
@@ -134,6 +162,89 @@ def torch_part(args, tmp):
     return ok and g_ok
 
 
+def manifest():
+    rows = [l.split("\t") for l in (CORPUS / "MANIFEST.tsv").read_text().splitlines()[1:] if l]
+    return {r[0]: r[6] for r in rows}
+
+
+def series(out, pattern):
+    return [float(x) for x in re.findall(pattern, out)]
+
+
+def corpus_part(args, tmp):
+    print("== corpus: port every script, pyflakes, run the ones that can run here")
+    targets = manifest()
+    work = Path(tmp) / "corpus"
+    (work / "orig").mkdir(parents=True)
+    (work / "port").mkdir()
+    ok = True
+    clean = 0
+    for name, target in targets.items():
+        shutil.copy(CORPUS / name, work / "orig" / name)
+        shutil.copy(CORPUS / name, work / "port" / name)
+        p = subprocess.run([args.tpuport, "port", "--to", target, "--write",
+                            str(work / "port" / name)], capture_output=True, text=True,
+                           check=False)
+        if p.returncode not in (0, 1):
+            print(f"  FAIL {name}: port exited {p.returncode}: {p.stderr.strip()[-500:]}")
+            ok = False
+            continue
+        flakes = subprocess.run([args.python, "-m", "pyflakes", str(work / "port" / name)],
+                                capture_output=True, text=True, check=False)
+        undefined = [l for l in flakes.stdout.splitlines() if "undefined name" in l]
+        if undefined:
+            ok = False
+            print(f"  FAIL {name}: pyflakes: " + "; ".join(undefined))
+        else:
+            clean += 1
+    print(f"  pyflakes: {clean}/{len(targets)} ported scripts with no undefined name")
+    ran = 0
+    xla_py = os.path.abspath(args.xla_python)
+    python = os.path.abspath(args.python)
+    jax_env = dict(os.environ, JAX_PLATFORMS="cpu",
+                   XLA_FLAGS="--xla_force_host_platform_device_count=8"
+                             " --xla_cpu_collective_call_terminate_timeout_seconds=60")
+    for name, script_args, pattern in CORPUS_RUNS:
+        is_jax = targets[name] == "jax"
+        results = []
+        for side in ("orig", "port"):
+            cwd = work / side
+            (cwd / "results").mkdir(exist_ok=True)
+            if is_jax:
+                py, env = python, jax_env
+            elif side == "orig":
+                py, env = python, None
+            else:
+                py, env = xla_py, dict(os.environ, PJRT_DEVICE="CPU")
+            cmd = [py, str(RUNNER), name] + script_args
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd,
+                                   timeout=600, check=False)
+            except subprocess.TimeoutExpired:
+                results.append(None)
+                print(f"  FAIL {name} ({side}): timed out")
+                continue
+            if p.returncode != 0:
+                results.append(None)
+                print(f"  FAIL {name} ({side}) exited {p.returncode}:\n{p.stderr[-1500:]}")
+                continue
+            results.append(series(p.stdout, pattern))
+        a, b = results
+        if a is None or b is None:
+            ok = False
+            continue
+        n = min(len(a), len(b))
+        worst = max((abs(x - y) / max(abs(x), abs(y), 1e-12) for x, y in zip(a, b)), default=0.0)
+        good = len(a) == len(b) and n >= 2 and worst <= RTOL
+        ran += int(good)
+        ok &= good
+        print(f"  {name}: {len(a)} values original / {len(b)} ported, worst relative difference "
+              f"{worst:.2e}, last {a[-1] if a else '-'} vs {b[-1] if b else '-'} -> "
+              f"{'PASS' if good else 'FAIL'}")
+    print(f"  corpus: {ran}/{len(targets)} scripts run after porting and match the original")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tpuport", default=str(REPO / "target/release/tpuport"))
@@ -142,7 +253,8 @@ def main():
     args = ap.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, part in (("jax", jax_part), ("torch_xla", torch_part)):
+        for name, part in (("jax", jax_part), ("torch_xla", torch_part),
+                           ("corpus", corpus_part)):
             try:
                 results[name] = part(args, tmp)
             except (RuntimeError, subprocess.TimeoutExpired) as e:

@@ -39,6 +39,7 @@ pub(crate) fn expression(checker: &mut Checker, expr: &Expr) {
             host_sync::print_tensor_in_step_loop::check(checker, expr, call);
             host_sync::scalar_conversion_in_step_loop::check(checker, expr, call);
             host_sync::blocking_wait_in_step_loop::check(checker, expr, call);
+            host_sync::host_metric_in_step_loop::check(checker, expr, call);
             cuda::cuda_method_call::check(checker, expr, call);
             cuda::cuda_device_string::check(checker, expr, call);
             cuda::torch_cuda_api::check(checker, expr, call);

@@ -32,6 +32,10 @@ pub(crate) struct Checker<'a> {
     exprs: Vec<&'a Expr>,
     /// Spans of subscripts that are assignment targets.
     store_targets: HashSet<Span>,
+    /// Enclosing `def` / `class` scopes (innermost last; see [`crate::scope`]).
+    scopes: Vec<u32>,
+    /// Depth of `if` branches that only run off TPU (`else` of `if platform == "tpu"`).
+    non_tpu: usize,
     /// Top-level lines of the file and the import insertion point, computed on first use.
     import_site: std::cell::OnceCell<(HashSet<&'a str>, u32)>,
 }
@@ -57,6 +61,8 @@ impl<'a> Checker<'a> {
             stmts: Vec::new(),
             exprs: Vec::new(),
             store_targets: HashSet::new(),
+            scopes: vec![crate::scope::MODULE],
+            non_tpu: 0,
             import_site: std::cell::OnceCell::new(),
         }
     }
@@ -116,7 +122,28 @@ impl<'a> Checker<'a> {
     pub(crate) fn is_tensor(&self, expr: &Expr) -> bool {
         let empty = HashSet::new();
         let extra = self.jit.as_ref().map_or(&empty, |(_, p)| p);
-        self.semantic.is_tensor_expr(expr, extra)
+        self.semantic.is_tensor_expr(expr, extra, self.scope())
+    }
+
+    /// The XLA device expression to write at `offset`: `device` where that name is defined
+    /// there (a parameter, an earlier local, a global), else `torch_xla.device()`.
+    pub(crate) fn device_expr(&self, offset: u32) -> &'static str {
+        if self.semantic.scopes.is_bound_at("device", offset) {
+            "device"
+        } else {
+            "torch_xla.device()"
+        }
+    }
+
+    /// The scope being visited.
+    pub(crate) fn scope(&self) -> u32 {
+        self.scopes.last().copied().unwrap_or(crate::scope::MODULE)
+    }
+
+    /// Inside a branch that only runs on a non-TPU platform (the `else` of
+    /// `if platform == "tpu":`, the body of `if platform == "gpu":` or `!= "tpu"`).
+    pub(crate) fn in_non_tpu_branch(&self) -> bool {
+        self.non_tpu > 0
     }
 
     /// The statement being visited.
@@ -201,7 +228,9 @@ impl<'a> Checker<'a> {
                         .collect();
                     (info, params)
                 });
+                self.scopes.push(stmt.span.start);
                 self.walk_body(&f.body);
+                self.scopes.pop();
                 (self.step_depth, self.throttled, self.loop_depth, self.jit) = saved;
             }
             StmtKind::For(f) => {
@@ -221,17 +250,28 @@ impl<'a> Checker<'a> {
                 self.leave_loop(step);
                 self.walk_body(&w.orelse);
             }
+            StmtKind::ClassDef(_) => {
+                self.scopes.push(stmt.span.start);
+                let mut v = Adapter { checker: self };
+                walk_stmt(&mut v, stmt);
+                self.scopes.pop();
+            }
             StmtKind::If(i) => {
                 self.walk_expr(&i.test);
-                let throttle = self.step_depth > 0 && has_modulo(&i.test);
+                let throttle = self.step_depth > 0 && is_throttle(&i.test);
                 self.throttled += usize::from(throttle);
+                let platform = platform_test(&i.test);
+                self.non_tpu += usize::from(platform == Some(false));
                 self.walk_body(&i.body);
+                self.non_tpu -= usize::from(platform == Some(false));
+                self.non_tpu += usize::from(platform == Some(true));
                 for b in &i.branches {
                     if let Some(t) = &b.test {
                         self.walk_expr(t);
                     }
                     self.walk_body(&b.body);
                 }
+                self.non_tpu -= usize::from(platform == Some(true));
                 self.throttled -= usize::from(throttle);
             }
             _ => {
@@ -276,6 +316,36 @@ impl<'a> Visitor<'a> for Adapter<'_, 'a> {
     fn visit_body(&mut self, body: &'a [Stmt]) {
         self.checker.walk_body(body);
     }
+}
+
+/// `Some(true)` when the `if` body runs only on TPU (`platform == "tpu"`), `Some(false)` when
+/// it runs only off TPU (`platform != "tpu"`, `== "gpu"` / `"cuda"` / `"cpu"`).
+fn platform_test(test: &Expr) -> Option<bool> {
+    let ExprKind::Compare { left, ops, comparators } = &test.kind else { return None };
+    let ([op], [right]) = (ops.as_slice(), comparators.as_slice()) else { return None };
+    let lit = right.as_str().or_else(|| left.as_str())?.to_ascii_lowercase();
+    let eq = match op {
+        tpuport_python::ast::CmpOp::Eq => true,
+        tpuport_python::ast::CmpOp::NotEq => false,
+        _ => return None,
+    };
+    match lit.as_str() {
+        "tpu" => Some(eq),
+        "gpu" | "cuda" | "cpu" | "rocm" if eq => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether an `if` in the step loop runs only now and then: `step % N == 0`, or a comparison
+/// of a loop counter with a constant (`if i == 0:`, once per loop).
+fn is_throttle(e: &Expr) -> bool {
+    if has_modulo(e) {
+        return true;
+    }
+    matches!(&e.kind, ExprKind::Compare { ops, comparators, .. }
+        if ops.len() == 1
+            && matches!(ops[0], tpuport_python::ast::CmpOp::Eq)
+            && matches!(comparators[0].kind, ExprKind::Int(Some(_))))
 }
 
 fn has_modulo(e: &Expr) -> bool {

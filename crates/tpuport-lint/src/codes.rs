@@ -139,6 +139,7 @@ rule_table! {
     "TPU205", Stable, host_sync::print_tensor_in_step_loop::PrintTensorInStepLoop;
     "TPU206", Stable, host_sync::scalar_conversion_in_step_loop::ScalarConversionInStepLoop;
     "TPU207", Stable, host_sync::blocking_wait_in_step_loop::BlockingWaitInStepLoop;
+    "TPU208", Stable, host_sync::host_metric_in_step_loop::HostMetricInStepLoop;
     "TPU301", Stable, cuda::cuda_method_call::CudaMethodCall;
     "TPU302", Stable, cuda::cuda_device_string::CudaDeviceString;
     "TPU303", Stable, cuda::torch_cuda_api::TorchCudaApi;

@@ -20,6 +20,7 @@ mod noqa;
 pub mod port;
 pub mod render;
 mod rules;
+mod scope;
 mod semantic;
 pub mod settings;
 mod violation;

@@ -7,6 +7,8 @@ use tpuport_python::Span;
 use tpuport_python::ast::{Call, Expr, ExprKind, FunctionDef, Module, Stmt, StmtKind};
 use tpuport_python::visitor::{Visitor, walk_expr, walk_stmt};
 
+use crate::scope::{MODULE, Scopes};
+
 /// A framework detected from a file's imports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Framework {
@@ -46,6 +48,41 @@ pub(crate) struct JitInfo {
     pub(crate) static_params: HashSet<String>,
 }
 
+/// A `key: value` entry of a dict display that reaches a call through `**name`.
+#[derive(Clone, Debug)]
+pub(crate) struct DictEntry {
+    /// The key string.
+    pub(crate) key: String,
+    /// Span of the key (where a finding about the entry is reported).
+    pub(crate) key_span: Span,
+    /// The value's literal kind.
+    pub(crate) value: Literal,
+}
+
+/// What a value is, as far as literals tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Literal {
+    /// `True`.
+    True,
+    /// `False` / `None`.
+    Falsy,
+    /// `0`.
+    Zero,
+    /// Anything else.
+    Other,
+}
+
+impl Literal {
+    pub(crate) fn of(e: &Expr) -> Literal {
+        match e.kind {
+            ExprKind::Bool(true) => Literal::True,
+            ExprKind::Bool(false) | ExprKind::NoneLit => Literal::Falsy,
+            ExprKind::Int(Some(0)) => Literal::Zero,
+            _ => Literal::Other,
+        }
+    }
+}
+
 /// The semantic model of one file.
 #[derive(Debug, Default)]
 pub(crate) struct Semantic {
@@ -54,9 +91,22 @@ pub(crate) struct Semantic {
     pub(crate) jitted: HashMap<String, JitInfo>,
     pub(crate) step_functions: HashSet<String>,
     pub(crate) step_loops: HashSet<Span>,
-    pub(crate) tensor_names: HashSet<String>,
-    /// Names bound to a `torch.utils.data.DataLoader(...)`.
+    /// `(scope, name)` pairs bound to tensors (see [`crate::scope`]).
+    pub(crate) tensor_names: HashSet<(u32, String)>,
+    /// Names (or `self.attr` chains) bound to a `torch.utils.data.DataLoader(...)`, parameters
+    /// annotated as one, and parameters named like one (`dataloader`, `train_loader`); minus
+    /// those rebound from `accelerator.prepare(...)`, which places batches itself.
     pub(crate) dataloaders: HashSet<String>,
+    /// Names rebound from a `.prepare(...)` call (🤗 Accelerate).
+    pub(crate) prepared: HashSet<String>,
+    /// Dict displays bound to `(scope, name)`, with `.update(...)` merged in: what `**name`
+    /// passes.
+    dicts: HashMap<(u32, String), Vec<DictEntry>>,
+    /// `(scope, name)`s whose value could not be followed (anything but a dict display or
+    /// `dict(...)`).
+    opaque_dicts: HashSet<(u32, String)>,
+    /// Bindings per scope.
+    pub(crate) scopes: Scopes,
     /// Whether a `device` variable exists.
     pub(crate) has_device_var: bool,
     /// Whether the text calls `.prefetch(` anywhere.
@@ -77,6 +127,7 @@ impl Semantic {
         let mut s = Semantic {
             has_prefetch: source.contains(".prefetch("),
             mentions_tpu_strategy: source.contains("TPUStrategy"),
+            scopes: Scopes::build(module),
             ..Semantic::default()
         };
         let mut imports = ImportCollector::default();
@@ -107,9 +158,16 @@ impl Semantic {
         s.frameworks = fw;
         let mut defs = DefCollector { sem: &mut s };
         defs.visit_body(&module.body);
-        let mut loops = LoopCollector { sem: &mut s };
+        for n in std::mem::take(&mut s.prepared) {
+            s.dataloaders.remove(&n);
+            s.prepared.insert(n);
+        }
+        s.merge_dict_updates(module);
+        let mut loops = LoopCollector { sem: &mut s, found: Vec::new() };
         loops.visit_body(&module.body);
-        let mut tensors = TensorCollector { sem: &mut s, changed: false };
+        let found = std::mem::take(&mut loops.found);
+        s.step_loops = drop_epoch_loops(found);
+        let mut tensors = TensorCollector { sem: &mut s, changed: false, scope: vec![MODULE] };
         for _ in 0..3 {
             tensors.changed = false;
             tensors.visit_body(&module.body);
@@ -212,14 +270,29 @@ impl Semantic {
             && !q.starts_with("torch.cuda")
     }
 
-    /// Whether `expr` evaluates to a tensor (heuristic, flow-insensitive; `extra` adds names).
-    pub(crate) fn is_tensor_expr(&self, expr: &Expr, extra: &HashSet<String>) -> bool {
-        match &expr.kind {
-            ExprKind::Name(n) => self.tensor_names.contains(n) || extra.contains(n),
-            ExprKind::Attribute { value, attr } => {
-                !STATIC_ATTRS.contains(&attr.name.as_str()) && self.is_tensor_expr(value, extra)
+    /// Whether the name `n`, read in `scope`, holds a tensor: the innermost scope that binds
+    /// it decides.
+    fn is_tensor_name(&self, n: &str, scope: u32) -> bool {
+        for s in self.scopes.lookup_chain(scope) {
+            if self.tensor_names.contains(&(s, n.to_owned())) {
+                return true;
             }
-            ExprKind::Subscript { value, .. } => self.is_tensor_expr(value, extra),
+            if self.scopes.binds(s, n) {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Whether `expr`, read in `scope`, evaluates to a tensor (heuristic; `extra` adds names).
+    pub(crate) fn is_tensor_expr(&self, expr: &Expr, extra: &HashSet<String>, scope: u32) -> bool {
+        let rec = |e: &Expr| self.is_tensor_expr(e, extra, scope);
+        match &expr.kind {
+            ExprKind::Name(n) => self.is_tensor_name(n, scope) || extra.contains(n),
+            ExprKind::Attribute { value, attr } => {
+                !STATIC_ATTRS.contains(&attr.name.as_str()) && rec(value)
+            }
+            ExprKind::Subscript { value, .. } => rec(value),
             ExprKind::Call(call) => {
                 if let ExprKind::Attribute { value, attr } = &call.func.kind {
                     if HOST_METHODS.contains(&attr.name.as_str())
@@ -227,16 +300,14 @@ impl Semantic {
                     {
                         return false;
                     }
-                    if self.is_tensor_expr(value, extra) {
+                    if rec(value) {
                         return true;
                     }
                 }
                 self.is_tensor_library_call(call)
             }
-            ExprKind::BinOp { left, right, .. } => {
-                self.is_tensor_expr(left, extra) || self.is_tensor_expr(right, extra)
-            }
-            ExprKind::UnaryOp { operand, .. } => self.is_tensor_expr(operand, extra),
+            ExprKind::BinOp { left, right, .. } => rec(left) || rec(right),
+            ExprKind::UnaryOp { operand, .. } => rec(operand),
             ExprKind::Compare { left, ops, comparators } => {
                 ops.iter().all(|o| {
                     !matches!(
@@ -246,13 +317,134 @@ impl Semantic {
                             | tpuport_python::ast::CmpOp::In
                             | tpuport_python::ast::CmpOp::NotIn
                     )
-                }) && (self.is_tensor_expr(left, extra)
-                    || comparators.iter().any(|c| self.is_tensor_expr(c, extra)))
+                }) && (rec(left) || comparators.iter().any(|c| rec(c)))
             }
-            ExprKind::BoolOp { values, .. } => values.iter().any(|v| self.is_tensor_expr(v, extra)),
+            ExprKind::BoolOp { values, .. } => values.iter().any(|v| rec(v)),
             _ => false,
         }
     }
+
+    /// The dict entries `call` receives through `**name` splats; `None` when a splat is not a
+    /// name bound to dict displays only.
+    pub(crate) fn splat_entries(&self, call: &Call) -> Option<Vec<&DictEntry>> {
+        let mut out = Vec::new();
+        let here = self.scopes.scope_at(call.func.span.start);
+        for k in call.keywords.iter().filter(|k| k.arg.is_none()) {
+            let name = k.value.as_name()?;
+            let scope = self.scopes.lookup_chain(here).find(|s| self.scopes.binds(*s, name))?;
+            let key = (scope, name.to_owned());
+            if self.opaque_dicts.contains(&key) {
+                return None;
+            }
+            out.extend(self.dicts.get(&key)?);
+        }
+        Some(out)
+    }
+
+    /// Adds the entries of `.update(...)`-merged dicts (`a.update(b)`, `a.update({...})`), in
+    /// the scope of the `update` call.
+    fn merge_dict_updates(&mut self, module: &Module) {
+        type Update = (u32, String, Option<String>, Vec<DictEntry>);
+        struct Find<'s>(&'s Scopes, Vec<Update>);
+        impl<'a> Visitor<'a> for Find<'_> {
+            fn visit_stmt(&mut self, s: &'a Stmt) {
+                if let StmtKind::Expr(e) = &s.kind
+                    && let Some(call) = e.as_call()
+                    && let ExprKind::Attribute { value, attr } = &call.func.kind
+                    && attr.name == "update"
+                    && let Some(target) = value.as_name()
+                    && let [arg] = call.args.as_slice()
+                {
+                    let scope = self.0.scope_at(s.span.start);
+                    match &arg.kind {
+                        ExprKind::Name(n) => {
+                            self.1.push((scope, target.to_owned(), Some(n.clone()), vec![]));
+                        }
+                        _ => {
+                            let mut entries = Vec::new();
+                            if dict_entries(arg, &mut entries) {
+                                self.1.push((scope, target.to_owned(), None, entries));
+                            }
+                        }
+                    }
+                }
+                walk_stmt(self, s);
+            }
+            fn visit_expr(&mut self, _e: &'a Expr) {}
+        }
+        let mut f = Find(&self.scopes, Vec::new());
+        f.visit_body(&module.body);
+        let updates = f.1;
+        for _ in 0..2 {
+            for (scope, target, from, entries) in &updates {
+                let mut add = entries.clone();
+                if let Some(n) = from {
+                    match self.dicts.get(&(*scope, n.clone())) {
+                        Some(e) => add.extend(e.iter().cloned()),
+                        None => continue,
+                    }
+                }
+                let slot = self.dicts.entry((*scope, target.clone())).or_default();
+                for e in add {
+                    if !slot.iter().any(|x| x.key_span == e.key_span) {
+                        slot.push(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Collects the entries of a dict display, of `dict(k=v)`, or of both sides of
+/// `{...} if c else {...}`; `false` when `e` is anything else.
+fn dict_entries(e: &Expr, out: &mut Vec<DictEntry>) -> bool {
+    match &e.kind {
+        ExprKind::Dict(items) => {
+            for i in items {
+                match i.key.as_ref().and_then(|k| k.as_str().map(|s| (s, k.span))) {
+                    Some((key, key_span)) => out.push(DictEntry {
+                        key: key.to_owned(),
+                        key_span,
+                        value: Literal::of(&i.value),
+                    }),
+                    None => return false,
+                }
+            }
+            true
+        }
+        ExprKind::Call(c) if c.func.as_name() == Some("dict") && c.args.is_empty() => {
+            for k in &c.keywords {
+                let Some(arg) = &k.arg else { return false };
+                out.push(DictEntry {
+                    key: arg.name.clone(),
+                    key_span: arg.span,
+                    value: Literal::of(&k.value),
+                });
+            }
+            true
+        }
+        ExprKind::IfExp { body, orelse, .. } => {
+            dict_entries(body, out) && dict_entries(orelse, out)
+        }
+        _ => false,
+    }
+}
+
+/// Drops loops over `range(...)` that hold another step loop: they are epoch loops, even when
+/// they also call a step function once (an extra step after the inner loop).
+fn drop_epoch_loops(mut found: Vec<(Span, bool)>) -> HashSet<Span> {
+    found.sort_by_key(|(s, _)| (s.start, std::cmp::Reverse(s.end)));
+    let mut out = HashSet::new();
+    for (i, (span, over_range)) in found.iter().enumerate() {
+        let holds_inner = found[i + 1..]
+            .iter()
+            .take_while(|(s, _)| s.start < span.end)
+            .any(|(s, _)| s.end <= span.end);
+        if !(*over_range && holds_inner) {
+            out.insert(*span);
+        }
+    }
+    out
 }
 
 /// Attributes that are static metadata, not device values.
@@ -317,6 +509,25 @@ impl<'a> Visitor<'a> for ImportCollector {
 /// Finds jitted functions, step functions, DataLoader variables and `device` variables.
 struct DefCollector<'s> {
     sem: &'s mut Semantic,
+}
+
+const DATALOADER: &[&str] =
+    &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"];
+
+/// Whether a parameter or variable name reads like a data loader (`dataloader`, `train_loader`).
+pub(crate) fn is_loader_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.ends_with("loader") || n.starts_with("loader_")
+}
+
+/// Every name a target binds.
+fn target_names(t: &Expr, out: &mut Vec<String>) {
+    match &t.kind {
+        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().for_each(|x| target_names(x, out)),
+        ExprKind::Starred(x) => target_names(x, out),
+        _ => {}
+    }
 }
 
 const JIT_NAMES: &[&str] = &[
@@ -420,8 +631,45 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                 if f.params.iter().any(|p| p.name.name == "device") {
                     self.sem.has_device_var = true;
                 }
+                if self.sem.uses(Framework::PyTorch) {
+                    for p in &f.params {
+                        let annotated = p
+                            .annotation
+                            .as_ref()
+                            .is_some_and(|a| self.sem.resolves_to(a, DATALOADER));
+                        if annotated || is_loader_name(&p.name.name) {
+                            self.sem.dataloaders.insert(p.name.name.clone());
+                        }
+                    }
+                }
             }
             StmtKind::Assign { targets, value } => {
+                // `self.loader = loader` keeps a loader under an attribute chain.
+                if let Some(src) = value.dotted()
+                    && self.sem.dataloaders.contains(&src)
+                {
+                    self.sem.dataloaders.extend(targets.iter().filter_map(Expr::dotted));
+                }
+                if let [t] = targets.as_slice()
+                    && let Some(n) = t.as_name()
+                {
+                    let key = (self.sem.scopes.scope_at(stmt.span.start), n.to_owned());
+                    let mut entries = Vec::new();
+                    if dict_entries(value, &mut entries) {
+                        self.sem.dicts.entry(key).or_default().extend(entries);
+                    } else {
+                        self.sem.opaque_dicts.insert(key);
+                    }
+                }
+                if let Some(call) = value.as_call()
+                    && crate::rules::helpers::method(call).is_some_and(|(_, m)| m == "prepare")
+                {
+                    for t in targets {
+                        let mut names = Vec::new();
+                        target_names(t, &mut names);
+                        self.sem.prepared.extend(names);
+                    }
+                }
                 if let Some(call) = value.as_call() {
                     let names: Vec<&str> = targets.iter().filter_map(|t| t.last_name()).collect();
                     if let Some(q) = self.sem.qualified_name(&call.func)
@@ -439,11 +687,8 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                             );
                         }
                     }
-                    if self.sem.resolves_to(
-                        &call.func,
-                        &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"],
-                    ) {
-                        self.sem.dataloaders.extend(names.iter().map(|n| (*n).to_owned()));
+                    if self.sem.resolves_to(&call.func, DATALOADER) {
+                        self.sem.dataloaders.extend(targets.iter().filter_map(Expr::dotted));
                     }
                 }
                 if targets.iter().any(|t| t.as_name() == Some("device")) {
@@ -491,20 +736,67 @@ impl<'a> Visitor<'a> for StepCallFinder<'_> {
 
 struct LoopCollector<'s> {
     sem: &'s mut Semantic,
+    /// Step loops found, with whether they iterate `range(...)`.
+    found: Vec<(Span, bool)>,
+}
+
+impl LoopCollector<'_> {
+    /// An evaluation loop: it iterates a data loader and calls the model on each batch.
+    fn is_eval_loop(&self, iter: &Expr, body: &[Stmt]) -> bool {
+        let inner = match iter.as_call() {
+            Some(c) if c.func.as_name() == Some("enumerate") => c.args.first(),
+            _ => Some(iter),
+        };
+        let over_loader = inner.and_then(Expr::dotted).is_some_and(|d| {
+            self.sem.dataloaders.contains(&d) || is_loader_name(d.rsplit('.').next().unwrap_or(""))
+        });
+        if !over_loader {
+            return false;
+        }
+        struct Find(bool);
+        impl<'a> Visitor<'a> for Find {
+            fn visit_stmt(&mut self, s: &'a Stmt) {
+                if !matches!(s.kind, StmtKind::FunctionDef(_) | StmtKind::ClassDef(_)) {
+                    walk_stmt(self, s);
+                }
+            }
+            fn visit_expr(&mut self, e: &'a Expr) {
+                if let Some(c) = e.as_call()
+                    && (c.func.as_name().is_some() || c.func.root_name() == Some("self"))
+                    && c.func.last_name().is_some_and(is_model_name)
+                {
+                    self.0 = true;
+                }
+                walk_expr(self, e);
+            }
+        }
+        let mut f = Find(false);
+        f.visit_body(body);
+        f.0
+    }
+}
+
+/// Whether a callee name reads like a model (`model`, `net`, `netD`, `self.model`).
+fn is_model_name(n: &str) -> bool {
+    let n = n.to_ascii_lowercase();
+    n.contains("model") || n == "net" || n.starts_with("net") || n.ends_with("net")
 }
 
 impl<'a> Visitor<'a> for LoopCollector<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        let body = match &stmt.kind {
-            StmtKind::For(f) => Some(&f.body),
-            StmtKind::While(w) => Some(&w.body),
-            _ => None,
+        let (body, iter) = match &stmt.kind {
+            StmtKind::For(f) => (Some(&f.body), Some(&f.iter)),
+            StmtKind::While(w) => (Some(&w.body), None),
+            _ => (None, None),
         };
         if let Some(body) = body {
             let mut finder = StepCallFinder { sem: self.sem, found: false, descend_loops: false };
             finder.visit_body(body);
-            if finder.found {
-                self.sem.step_loops.insert(stmt.span);
+            let eval = !finder.found && iter.is_some_and(|i| self.is_eval_loop(i, body));
+            if finder.found || eval {
+                let over_range =
+                    iter.and_then(Expr::as_call).is_some_and(|c| c.func.as_name() == Some("range"));
+                self.found.push((stmt.span, over_range));
             }
         }
         walk_stmt(self, stmt);
@@ -512,16 +804,23 @@ impl<'a> Visitor<'a> for LoopCollector<'_> {
     fn visit_expr(&mut self, _e: &'a Expr) {}
 }
 
-/// Collects names bound to tensors: receivers of `.backward()`, results of model / loss /
-/// library / jitted calls, arithmetic on those, and the batch variables of step loops.
+/// Collects names bound to tensors, per scope: receivers of `.backward()`, results of model /
+/// loss / library / jitted calls, arithmetic on those, and the batch variables of step loops
+/// (not their counters: `range`, `enumerate` and `zip(range(..), ..)` give Python ints).
 struct TensorCollector<'s> {
     sem: &'s mut Semantic,
     changed: bool,
+    scope: Vec<u32>,
 }
 
 impl TensorCollector<'_> {
+    fn current(&self) -> u32 {
+        self.scope.last().copied().unwrap_or(MODULE)
+    }
+
     fn add(&mut self, name: &str) {
-        if self.sem.tensor_names.insert(name.to_owned()) {
+        let key = (self.current(), name.to_owned());
+        if self.sem.tensor_names.insert(key) {
             self.changed = true;
         }
     }
@@ -552,13 +851,49 @@ impl TensorCollector<'_> {
                 return true;
             }
         }
-        self.sem.is_tensor_expr(value, &HashSet::new())
+        self.sem.is_tensor_expr(value, &HashSet::new(), self.current())
+    }
+
+    /// The batch variables of a step loop's target, without its counters.
+    fn add_loop_target(&mut self, target: &Expr, iter: &Expr) {
+        let call = iter.as_call();
+        let name = call.and_then(|c| c.func.as_name());
+        let is_counter = |e: &Expr| {
+            e.as_call().is_some_and(|c| {
+                matches!(c.func.as_name(), Some("range" | "count"))
+                    || c.func.last_name() == Some("count")
+            })
+        };
+        match (name, &target.kind) {
+            (Some("range"), _) => {}
+            (Some("enumerate"), ExprKind::Tuple(v)) => {
+                let inner = call.and_then(|c| c.args.first());
+                if !inner.is_some_and(is_counter) {
+                    v.iter().skip(1).for_each(|x| self.add_target(x));
+                }
+            }
+            (Some("zip"), ExprKind::Tuple(v)) => {
+                let args = call.map(|c| c.args.as_slice()).unwrap_or_default();
+                for (x, a) in v.iter().zip(args) {
+                    if !is_counter(a) {
+                        self.add_target(x);
+                    }
+                }
+            }
+            _ => self.add_target(target),
+        }
     }
 }
 
 impl<'a> Visitor<'a> for TensorCollector<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match &stmt.kind {
+            StmtKind::FunctionDef(_) | StmtKind::ClassDef(_) => {
+                self.scope.push(stmt.span.start);
+                walk_stmt(self, stmt);
+                self.scope.pop();
+                return;
+            }
             StmtKind::Assign { targets, value } if self.value_is_tensor(value) => {
                 targets.iter().for_each(|t| self.add_target(t));
             }
@@ -566,21 +901,7 @@ impl<'a> Visitor<'a> for TensorCollector<'_> {
                 self.add_target(target)
             }
             StmtKind::For(f) if self.sem.step_loops.contains(&stmt.span) => {
-                let iter_is_range =
-                    f.iter.as_call().is_some_and(|c| c.func.as_name() == Some("range"));
-                let enumerate = f.iter.as_call().filter(|c| c.func.as_name() == Some("enumerate"));
-                if let Some(e) = enumerate {
-                    let inner_range = e
-                        .args
-                        .first()
-                        .and_then(Expr::as_call)
-                        .is_some_and(|c| c.func.as_name() == Some("range"));
-                    if let (ExprKind::Tuple(v), false) = (&f.target.kind, inner_range) {
-                        v.iter().skip(1).for_each(|x| self.add_target(x));
-                    }
-                } else if !iter_is_range {
-                    self.add_target(&f.target);
-                }
+                self.add_loop_target(&f.target, &f.iter);
             }
             _ => {}
         }

@@ -123,6 +123,7 @@ fixture_tests! {
     tpu205 => PrintTensorInStepLoop,
     tpu206 => ScalarConversionInStepLoop,
     tpu207 => BlockingWaitInStepLoop,
+    tpu208 => HostMetricInStepLoop,
     tpu301 => CudaMethodCall,
     tpu302 => CudaDeviceString,
     tpu303 => TorchCudaApi,

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tpuport_lint::port::{PortResult, Target, port_source};
+use tpuport_lint::port::{PortOptions, PortResult, Target, port_source_with};
 use tpuport_lint::render::unified_diff;
 
 fn repo() -> PathBuf {
@@ -56,9 +56,19 @@ fn render(name: &str, input: &str, r: &PortResult) -> String {
 }
 
 fn check(name: &str, target: Target, must_contain: &[&str], must_not_contain: &[&str]) -> String {
+    check_with(name, target, PortOptions::default(), must_contain, must_not_contain)
+}
+
+fn check_with(
+    name: &str,
+    target: Target,
+    options: PortOptions,
+    must_contain: &[&str],
+    must_not_contain: &[&str],
+) -> String {
     let path = repo().join("examples/scripts").join(name);
     let input = std::fs::read_to_string(&path).unwrap();
-    let r = port_source(&input, target).unwrap();
+    let r = port_source_with(&input, target, options).unwrap();
     tpuport_python::parse_module(&r.output)
         .unwrap_or_else(|e| panic!("{name}: ported output does not parse: {e}"));
     assert_cpython_parses(name, &r.output);
@@ -70,7 +80,7 @@ fn check(name: &str, target: Target, must_contain: &[&str], must_not_contain: &[
         assert!(!code.contains(m), "{name}: `{m}` should be gone:\n{}", r.output);
     }
     // A second port changes nothing: the codemod is idempotent.
-    let again = port_source(&r.output, target).unwrap();
+    let again = port_source_with(&r.output, target, options).unwrap();
     assert_eq!(again.output, r.output, "{name}: port is not idempotent");
     render(name, &input, &r)
 }
@@ -99,9 +109,19 @@ fn port_pytorch_resnet_ddp() {
 
 #[test]
 fn port_keras_mirrored() {
-    let out = check(
+    // `steps_per_execution` comes from TPU605, a preview rule: only with `--preview`.
+    let without = check_with(
         "keras_mirrored_mixed_float16.py",
         Target::TfTpu,
+        PortOptions::default(),
+        &["TPUStrategy(resolver)"],
+        &["steps_per_execution"],
+    );
+    drop(without);
+    let out = check_with(
+        "keras_mirrored_mixed_float16.py",
+        Target::TfTpu,
+        PortOptions { preview: true },
         &[
             "TPUClusterResolver",
             "initialize_tpu_system",

@@ -331,8 +331,28 @@ pub enum ExprKind {
         /// Body.
         body: Box<Expr>,
     },
-    /// Anything else (dicts, sets, comprehensions, `await`, `yield`, `x if c else y`, slices, …).
+    /// `{k: v, **other}`.
+    Dict(Vec<DictItem>),
+    /// `body if test else orelse`.
+    IfExp {
+        /// Condition.
+        test: Box<Expr>,
+        /// Value when true.
+        body: Box<Expr>,
+        /// Value when false.
+        orelse: Box<Expr>,
+    },
+    /// Anything else (sets, comprehensions, `await`, `yield`, slices, …).
     Other(Vec<Expr>),
+}
+
+/// One `key: value` (or `**value`, with no key) entry of a dict display.
+#[derive(Clone, Debug)]
+pub struct DictItem {
+    /// Key; `None` for a `**mapping` splat.
+    pub key: Option<Expr>,
+    /// Value.
+    pub value: Expr,
 }
 
 /// Comparison operators.

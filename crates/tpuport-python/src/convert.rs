@@ -5,8 +5,8 @@ use ruff_python_ast::visitor as rv;
 use ruff_text_size::{Ranged, TextRange};
 
 use crate::ast::{
-    Alias, Branch, Call, ClassDef, CmpOp, Expr, ExprKind, For, FunctionDef, Handler, Ident, If,
-    Keyword, Module, Param, Stmt, StmtKind, Try, While, With, WithItem,
+    Alias, Branch, Call, ClassDef, CmpOp, DictItem, Expr, ExprKind, For, FunctionDef, Handler,
+    Ident, If, Keyword, Module, Param, Stmt, StmtKind, Try, While, With, WithItem,
 };
 use crate::span::Span;
 
@@ -253,6 +253,15 @@ fn expr(e: &r::Expr) -> Expr {
             params: l.parameters.as_deref().map(params).unwrap_or_default(),
             body: boxed(&l.body),
         },
+        r::Expr::Dict(d) => ExprKind::Dict(
+            d.items
+                .iter()
+                .map(|i| DictItem { key: i.key.as_ref().map(expr), value: expr(&i.value) })
+                .collect(),
+        ),
+        r::Expr::If(i) => {
+            ExprKind::IfExp { test: boxed(&i.test), body: boxed(&i.body), orelse: boxed(&i.orelse) }
+        }
         r::Expr::FString(_) => {
             let mut c = Children::default();
             rv::walk_expr(&mut c, e);

@@ -162,6 +162,19 @@ pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, expr: &'a Expr) {
                 v.visit_expr(e);
             }
         }
+        ExprKind::Dict(items) => {
+            for i in items {
+                if let Some(k) = &i.key {
+                    v.visit_expr(k);
+                }
+                v.visit_expr(&i.value);
+            }
+        }
+        ExprKind::IfExp { test, body, orelse } => {
+            v.visit_expr(test);
+            v.visit_expr(body);
+            v.visit_expr(orelse);
+        }
         ExprKind::Lambda { params, body } => {
             for p in params {
                 if let Some(d) = &p.default {

@@ -52,6 +52,10 @@ pub fn render_summary(reports: &[FileReport], threshold: Applicability) -> Strin
         );
     } else if remaining > 0 {
         let _ = writeln!(out, "Found {remaining} finding{}.", plural(remaining));
+    } else if reports.iter().any(|r| r.error.is_some()) {
+        // Never "All checks passed!" when a file could not be read or parsed.
+        let n = reports.iter().filter(|r| r.error.is_some()).count();
+        let _ = writeln!(out, "No findings, but {n} file{} could not be checked.", plural(n));
     } else {
         out.push_str("All checks passed!\n");
     }

@@ -74,6 +74,11 @@ fn parse_error_is_reported_run_continues_exit_2() {
     let o = run(&["check", "missing.py"], dir.path());
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read missing.py"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("All checks passed!"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 file could not be checked"), "{}", stdout(&o));
+    let o = run(&["check", "bad.py"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stdout(&o).contains("All checks passed!"), "a file that does not parse did not pass");
 }
 
 #[test]
@@ -271,4 +276,36 @@ fn port_diff_and_write() {
     );
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v["findings"].as_array().unwrap().is_empty(), "{v}");
+}
+
+#[test]
+fn port_applies_preview_fixes_only_with_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo().join("examples/scripts/keras_mirrored_mixed_float16.py");
+    std::fs::copy(&src, dir.path().join("train.py")).unwrap();
+    let o = run(&["port", "train.py", "--to", "tf-tpu"], dir.path());
+    assert!(
+        !stdout(&o).contains("steps_per_execution"),
+        "TPU605 is a preview rule:\n{}",
+        stdout(&o)
+    );
+    let o = run(&["port", "train.py", "--to", "tf-tpu", "--preview"], dir.path());
+    assert!(stdout(&o).contains("steps_per_execution=32"), "{}", stdout(&o));
+}
+
+#[test]
+fn ported_device_choice_is_unconditional() {
+    let text = "import torch\n\nuse_cuda = torch.cuda.is_available()\n\
+                if use_cuda:\n    device = torch.device(\"cuda\")\nelse:\n    device = torch.device(\"cpu\")\n\n\
+                def train(model, loader, opt):\n    for x, y in loader:\n        \
+                loss = model(x.to(device)).sum()\n        loss.backward()\n        opt.step()\n";
+    let (dir, _) = temp_with("train.py", text);
+    let o = run(&["port", "train.py", "--to", "torch-xla", "--write"], dir.path());
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let out = std::fs::read_to_string(dir.path().join("train.py")).unwrap();
+    assert!(out.contains("\ndevice = torch_xla.device()\n"), "{out}");
+    assert!(!out.contains("if use_cuda:"), "the CUDA branch is replaced, not nested into:\n{out}");
+    assert!(out.contains("import torch_xla\n"), "{out}");
+    assert!(out.contains("pl.MpDeviceLoader(loader, device)"), "{out}");
+    assert!(out.contains("import torch_xla.distributed.parallel_loader as pl\n"), "{out}");
 }

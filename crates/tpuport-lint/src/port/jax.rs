@@ -10,6 +10,7 @@ use crate::rules::jax::missing_donate_argnums::rebinding_call;
 
 pub(super) const RECIPES: &[Recipe] = &[
     pmap_to_jit,
+    per_device_batches,
     mesh_definitions,
     replication_helpers,
     donation,
@@ -75,10 +76,13 @@ fn pmap_to_jit(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<Note>) {
                     } else {
                         "jax.jit(".to_owned()
                     };
+                    // Only the function stays positional: every other `jit` argument is
+                    // keyword-only, and pmap's second positional argument is its axis name.
                     let mut args: Vec<String> = call
                         .args
                         .iter()
                         .skip(usize::from(is_partial_pmap))
+                        .take(usize::from(!is_partial_pmap))
                         .map(|a| a.span.slice(ctx.source).to_owned())
                         .collect();
                     args.extend(kept);
@@ -145,17 +149,13 @@ fn axis_names(ctx: &Ctx<'_>) -> Vec<String> {
 /// Adds the mesh and the two shardings once, after the imports, when the file uses pmap-era
 /// data placement.
 fn mesh_definitions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
-    let needs = [
-        "jax.pmap",
-        "replicate(",
-        "shard(",
-        "device_put_replicated",
-        "device_put_sharded",
-        "data_sharding",
-        "replicated_sharding",
-    ]
-    .iter()
-    .any(|n| ctx.source.contains(n));
+    // pmap-era placement, or a rewrite that already uses the shardings without the file
+    // defining them (its mesh insertion lost a clash in an earlier pass).
+    let pmap_era = uses_pmap_era_api(ctx);
+    let dangling = ["data_sharding", "replicated_sharding"]
+        .iter()
+        .any(|n| ctx.source.contains(n) && !ctx.semantic.scopes.binds(crate::scope::MODULE, n));
+    let needs = pmap_era || dangling;
     // Only JAX files: a `replicate(` in unrelated code is no reason to add a mesh.
     let jax_file = ctx.semantic.uses(crate::semantic::Framework::Jax);
     if !needs || !jax_file || ctx.source.contains("data_mesh = jax.make_mesh(") {
@@ -317,11 +317,7 @@ fn donation(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
                 let mut v =
                     vec![Edit::replace(span, format!("{partial}(jax.jit, donate_argnums={nums})"))];
                 if partial == "functools.partial" {
-                    v.extend(edits::add_import(
-                        ctx.source,
-                        ctx.parsed.module(),
-                        "import functools",
-                    ));
+                    v.extend(ctx.add_import("import functools"));
                 }
                 v
             }
@@ -375,6 +371,174 @@ fn find_site<'a>(ctx: &'a Ctx<'a>, name: &str) -> Option<Site<'a>> {
     }
     let mut f = Find { ctx, span: info.site, found: None };
     let _ = f.ctx;
+    f.visit_body(&ctx.parsed.module().body);
+    f.found
+}
+
+/// Whether `e` is `jax.local_device_count()` / `jax.device_count()` or a name bound to one.
+fn is_device_count(ctx: &Ctx<'_>, e: &Expr, counts: &[String]) -> bool {
+    e.as_call().is_some_and(|c| {
+        ctx.semantic.resolves_to(&c.func, &["jax.local_device_count", "jax.device_count"])
+    }) || e.as_name().is_some_and(|n| counts.iter().any(|c| c == n))
+}
+
+/// Names assigned from `jax.local_device_count()` / `jax.device_count()` anywhere in the file.
+fn device_count_names(ctx: &Ctx<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    super::tf_tpu::visit_bodies(&ctx.parsed.module().body, &mut |body| {
+        for s in body {
+            if let StmtKind::Assign { targets, value } = &s.kind
+                && let [t] = targets.as_slice()
+                && let Some(n) = t.as_name()
+                && is_device_count(ctx, value, &[])
+            {
+                out.push(n.to_owned());
+            }
+        }
+    });
+    out
+}
+
+/// In a former pmap file, the per-device batch layout goes: `x.reshape(n_devices, -1, ...)` (or
+/// `x.reshape((n_devices, -1) + x.shape[1:])`) becomes `jax.device_put(x, data_sharding)`, which
+/// keeps the global batch and shards it over the mesh; `jax_utils.prefetch_to_device(it, k)`
+/// becomes `it` (its batches are placed by that `device_put`); `axis_name=` of the old pmap axis
+/// goes from calls other than collectives (no named axis exists under `jit`).
+fn per_device_batches(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, notes: &mut Vec<Note>) {
+    if !ctx.source.contains("pmap") || !ctx.semantic.uses(crate::semantic::Framework::Jax) {
+        return;
+    }
+    let counts = device_count_names(ctx);
+    let axes = axis_names(ctx);
+    struct Find<'c, 'a> {
+        ctx: &'c Ctx<'a>,
+        out: &'c mut Vec<Proposal>,
+        notes: &'c mut Vec<Note>,
+        counts: Vec<String>,
+        axes: Vec<String>,
+    }
+    impl Find<'_, '_> {
+        fn leading_is_device_count(&self, call: &Call) -> bool {
+            let first = match call.args.as_slice() {
+                [a, ..] => match &a.kind {
+                    ExprKind::Tuple(v) => v.first(),
+                    ExprKind::BinOp { left, op: "+", .. } => match &left.kind {
+                        ExprKind::Tuple(v) => v.first(),
+                        _ => None,
+                    },
+                    _ => Some(a),
+                },
+                [] => None,
+            };
+            first.is_some_and(|f| is_device_count(self.ctx, f, &self.counts))
+        }
+    }
+    impl<'a> Visitor<'a> for Find<'_, '_> {
+        fn visit_body(&mut self, body: &'a [Stmt]) {
+            for s in body {
+                // `it = prefetch_to_device(it, 2)` goes as a whole.
+                if let StmtKind::Assign { targets, value } = &s.kind
+                    && let [t] = targets.as_slice()
+                    && let Some(call) = value.as_call()
+                    && self
+                        .ctx
+                        .semantic
+                        .resolves_to(&call.func, &["flax.jax_utils.prefetch_to_device"])
+                    && call.args.first().is_some_and(|a| {
+                        a.span.slice(self.ctx.source) == t.span.slice(self.ctx.source)
+                    })
+                {
+                    self.out.push(Proposal {
+                        edits: vec![edits::delete_statement(self.ctx.source, s, body.len() == 1)],
+                        description:
+                            "`prefetch_to_device` removed: batches are placed with `data_sharding`"
+                                .to_owned(),
+                    });
+                    continue;
+                }
+                self.visit_stmt(s);
+            }
+        }
+        fn visit_expr(&mut self, e: &'a Expr) {
+            let ctx = self.ctx;
+            let Some(call) = e.as_call() else {
+                walk_expr(self, e);
+                return;
+            };
+            if let Some((recv, "reshape")) = crate::rules::helpers::method(call)
+                && self.leading_is_device_count(call)
+            {
+                let x = recv.span.slice(ctx.source);
+                self.out.push(Proposal {
+                    edits: vec![Edit::replace(call_span(call), format!("jax.device_put({x}, data_sharding)"))],
+                    description: "per-device batch reshape → the global batch sharded over the mesh (`data_sharding`)".to_owned(),
+                });
+                self.notes.push(Note {
+                    at: call.func.span.start,
+                    message: "batches keep their global shape and are sharded with `jax.device_put(x, data_sharding)`; on several hosts build them with `jax.make_array_from_process_local_data` instead".to_owned(),
+                });
+                return;
+            }
+            if ctx.semantic.resolves_to(&call.func, &["flax.jax_utils.prefetch_to_device"])
+                && let Some(it) = call.args.first()
+            {
+                self.out.push(Proposal {
+                    edits: vec![Edit::replace(call_span(call), it.span.slice(ctx.source))],
+                    description:
+                        "`prefetch_to_device` removed: batches are placed with `data_sharding`"
+                            .to_owned(),
+                });
+                return;
+            }
+            let collective = ctx
+                .semantic
+                .qualified_name(&call.func)
+                .is_some_and(|q| q.starts_with("jax.lax.") || q == "jax.pmap");
+            if !collective
+                && let Some(k) = call.keyword("axis_name")
+                && k.value.as_str().is_some_and(|a| self.axes.iter().any(|n| n == a))
+                && !call.args.first().is_some_and(|a| ctx.semantic.resolves_to(a, &["jax.pmap"]))
+            {
+                self.out.push(Proposal {
+                    edits: vec![edits::remove_argument(ctx.source, call, k.span)],
+                    description:
+                        "`axis_name` of the old pmap axis removed (no named axis under jit)"
+                            .to_owned(),
+                });
+            }
+            walk_expr(self, e);
+        }
+    }
+    Find { ctx, out, notes, counts, axes }.visit_body(&ctx.parsed.module().body);
+}
+
+/// Whether the file refers to `jax.pmap` or a helper that lays data out per device for it.
+fn uses_pmap_era_api(ctx: &Ctx<'_>) -> bool {
+    const NAMES: &[&str] = &[
+        "jax.pmap",
+        "flax.jax_utils.replicate",
+        "flax.training.common_utils.shard",
+        "flax.training.common_utils.shard_prng_key",
+        "jax.device_put_replicated",
+        "jax.device_put_sharded",
+    ];
+    struct Find<'c, 'a> {
+        ctx: &'c Ctx<'a>,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Find<'_, '_> {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            if self.found {
+                return;
+            }
+            if e.dotted().is_some() && self.ctx.semantic.resolves_to(e, NAMES) {
+                self.found = true;
+                return;
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut f = Find { ctx, found: false };
     f.visit_body(&ctx.parsed.module().body);
     f.found
 }

@@ -7,14 +7,17 @@
 //! [`ManualStep`]s: the findings the linter still has on the ported text, plus notes the
 //! recipes leave where a rewrite would not be safe.
 
+mod imports;
 mod jax;
 mod jax_outputs;
 mod tf_tpu;
 mod torch_xla;
 
+use std::collections::HashSet;
+
 use tpuport_python::{ParsedModule, Span, parse_module};
 
-use crate::codes::Rule;
+use crate::codes::{Rule, RuleStatus};
 use crate::fix::{Applicability, Edit};
 use crate::linter::lint_parsed;
 use crate::semantic::Semantic;
@@ -42,8 +45,16 @@ impl Target {
         }
     }
 
-    /// Lint rules whose fixes the port applies.
-    fn fix_rules(self) -> &'static [Rule] {
+    /// Lint rules whose fixes the port applies (preview rules only with `preview`).
+    fn fix_rules(self, preview: bool) -> Vec<Rule> {
+        self.all_fix_rules()
+            .iter()
+            .copied()
+            .filter(|r| preview || r.status() == RuleStatus::Stable)
+            .collect()
+    }
+
+    fn all_fix_rules(self) -> &'static [Rule] {
         match self {
             Target::TorchXla => &[
                 Rule::DataloaderWithoutDropLast,
@@ -104,6 +115,8 @@ pub struct PortResult {
     pub changes: Vec<Change>,
     /// What remains for a person.
     pub manual: Vec<ManualStep>,
+    /// Rewrite passes run (each parses, lints and applies the non-overlapping proposals).
+    pub passes: usize,
 }
 
 /// A proposed edit with its description, from a port recipe.
@@ -123,6 +136,40 @@ pub(crate) struct Ctx<'a> {
     pub(crate) source: &'a str,
     pub(crate) parsed: &'a ParsedModule,
     pub(crate) semantic: &'a Semantic,
+    /// Top-level lines of `source` (trailing whitespace trimmed), to test for an import once.
+    lines: HashSet<&'a str>,
+    /// Where a new import goes.
+    import_offset: u32,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(source: &'a str, parsed: &'a ParsedModule, semantic: &'a Semantic) -> Ctx<'a> {
+        Ctx {
+            source,
+            parsed,
+            semantic,
+            lines: source.lines().map(str::trim_end).collect(),
+            import_offset: crate::fix::edits::import_insertion_offset(source, parsed.module()),
+        }
+    }
+
+    /// An edit adding the top-level import `line` when the file does not have it.
+    pub(crate) fn add_import(&self, line: &str) -> Option<Edit> {
+        if self.lines.contains(line) {
+            return None;
+        }
+        let off = self.import_offset;
+        let prefix =
+            if off > 0 && !self.source[..off as usize].ends_with('\n') { "\n" } else { "" };
+        Some(Edit::insert(off, format!("{prefix}{line}\n")))
+    }
+}
+
+/// Port options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortOptions {
+    /// Also apply the fixes of preview rules.
+    pub preview: bool,
 }
 
 type Recipe = fn(&Ctx<'_>, &mut Vec<Proposal>, &mut Vec<Note>);
@@ -138,20 +185,35 @@ fn recipes(target: Target) -> &'static [Recipe] {
 /// Most passes before the port stops.
 const MAX_PASSES: usize = 30;
 
-/// Ports `source` to `target`.
+/// Ports `source` to `target` with stable rules' fixes only.
 ///
 /// # Errors
 /// When `source` is not valid Python.
 pub fn port_source(source: &str, target: Target) -> Result<PortResult, tpuport_python::ParseError> {
+    port_source_with(source, target, PortOptions::default())
+}
+
+/// Ports `source` to `target`.
+///
+/// # Errors
+/// When `source` is not valid Python.
+pub fn port_source_with(
+    source: &str,
+    target: Target,
+    options: PortOptions,
+) -> Result<PortResult, tpuport_python::ParseError> {
     let mut current = source.to_owned();
     let mut parsed = parse_module(&current)?;
     // Offsets into `current`, moved forward through every later pass.
     let mut changes: Vec<(u32, String)> = Vec::new();
     let mut notes: Vec<Note> = Vec::new();
-    let fix_rules = RuleSet::only(target.fix_rules());
+    let mut seen_notes: HashSet<String> = HashSet::new();
+    let fix_rules = RuleSet::only(&target.fix_rules(options.preview));
+    let mut passes = 0;
     for _ in 0..MAX_PASSES {
+        passes += 1;
         let semantic = Semantic::build(parsed.module(), &current);
-        let ctx = Ctx { source: &current, parsed: &parsed, semantic: &semantic };
+        let ctx = Ctx::new(&current, &parsed, &semantic);
         let mut proposals = Vec::new();
         let mut pass_notes = Vec::new();
         for r in recipes(target) {
@@ -167,23 +229,44 @@ pub fn port_source(source: &str, target: Target) -> Result<PortResult, tpuport_p
             }
         }
         for n in pass_notes {
-            if !notes.iter().any(|m| m.message == n.message) {
+            if seen_notes.insert(n.message.clone()) {
                 notes.push(n);
             }
         }
         let Some((next, applied, taken)) = apply(&current, proposals) else { break };
-        if parse_module(&next).is_err() {
-            break;
-        }
+        let Ok(next_parsed) = parse_module(&next) else { break };
         changes.extend(applied);
-        for (at, _) in &mut changes {
-            *at = shift(*at, &taken);
-        }
-        for n in &mut notes {
-            n.at = shift(n.at, &taken);
-        }
+        let mut offsets: Vec<&mut u32> = changes
+            .iter_mut()
+            .map(|(at, _)| at)
+            .chain(notes.iter_mut().map(|n| &mut n.at))
+            .collect();
+        shift_all(&mut offsets, &taken);
         current = next;
-        parsed = parse_module(&current)?;
+        parsed = next_parsed;
+    }
+    // Every name the rewrites use is imported (a recipe whose import edit lost a clash, or
+    // that relies on another recipe's import, must not leave a NameError behind).
+    if let Some((next, added)) = imports::ensure_imports(&current, &parsed, target) {
+        if let Ok(p) = parse_module(&next) {
+            let at = imports::insertion_point(&current, &parsed);
+            let delta = u32::try_from(next.len() - current.len()).unwrap_or(0);
+            for (off, _) in &mut changes {
+                if *off >= at {
+                    *off += delta;
+                }
+            }
+            for n in &mut notes {
+                if n.at >= at {
+                    n.at += delta;
+                }
+            }
+            for line in added {
+                changes.push((at, format!("`{line}` added (a rewrite uses it)")));
+            }
+            current = next;
+            parsed = p;
+        }
     }
     // What the linter still finds, plus recipe notes, is the manual list.
     let all = RuleSet::new(&[], &[], true);
@@ -218,21 +301,36 @@ pub fn port_source(source: &str, target: Target) -> Result<PortResult, tpuport_p
     changes.sort_by_key(|c| c.line);
     manual.sort_by(|a, b| (a.line, a.column, &a.code).cmp(&(b.line, b.column, &b.code)));
     manual.dedup();
-    Ok(PortResult { output: current, changes, manual })
+    Ok(PortResult { output: current, changes, manual, passes })
 }
 
-/// Where `offset` moves to after `edits` (sorted, non-overlapping) are applied.
-fn shift(offset: u32, edits: &[Edit]) -> u32 {
+/// Moves every offset to where it lands after `edits` (sorted, non-overlapping) are
+/// applied: one sweep over both sorted sequences.
+fn shift_all(offsets: &mut [&mut u32], edits: &[Edit]) {
+    let mut order: Vec<usize> = (0..offsets.len()).collect();
+    order.sort_by_key(|&i| *offsets[i]);
     let mut delta: i64 = 0;
-    for e in edits {
-        if e.range.end <= offset && !(e.range.is_empty() && e.range.start == offset) {
-            delta += e.content.len() as i64 - i64::from(e.range.len());
-        } else if e.range.start < offset {
-            // Inside a replaced range: move to its start.
-            return u32::try_from(i64::from(e.range.start) + delta).unwrap_or(0);
+    let mut e = 0;
+    for i in order {
+        let offset = *offsets[i];
+        // Edits wholly before `offset` (an insertion exactly at `offset` stays after it).
+        while e < edits.len()
+            && edits[e].range.end <= offset
+            && !(edits[e].range.is_empty() && edits[e].range.start == offset)
+        {
+            delta += edits[e].content.len() as i64 - i64::from(edits[e].range.len());
+            e += 1;
         }
+        let inside = edits[e..]
+            .iter()
+            .take_while(|x| x.range.start < offset)
+            .find(|x| x.range.start < offset && offset < x.range.end);
+        let moved = match inside {
+            Some(x) => i64::from(x.range.start) + delta,
+            None => i64::from(offset) + delta,
+        };
+        *offsets[i] = u32::try_from(moved).unwrap_or(0);
     }
-    u32::try_from(i64::from(offset) + delta).unwrap_or(0)
 }
 
 type Applied = (String, Vec<(u32, String)>, Vec<Edit>);
@@ -240,22 +338,34 @@ type Applied = (String, Vec<(u32, String)>, Vec<Edit>);
 /// Applies non-overlapping proposals in start order; returns the new text,
 /// `(offset, description)` of each applied proposal and the edits taken.
 fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
+    use std::collections::BTreeMap;
     proposals.sort_by_key(|p| p.edits.iter().map(|e| e.range.start).min().unwrap_or(0));
-    let mut taken: Vec<Edit> = Vec::new();
+    // Taken ranges by start (an insertion is an empty range); equal edits are shared.
+    let mut taken: BTreeMap<(u32, u32), Edit> = BTreeMap::new();
     let mut applied = Vec::new();
+    let clashes = |taken: &BTreeMap<(u32, u32), Edit>, e: &Edit| {
+        let (s, t) = (e.range.start, e.range.end);
+        if s == t {
+            // An insertion clashes with another at the same offset or a range around it.
+            taken.contains_key(&(s, s))
+                || taken.range(..(s, 0)).next_back().is_some_and(|((_, te), _)| *te > s)
+        } else {
+            // Taken ranges do not overlap: only the last one starting before `t` can reach in.
+            taken.range(..(t, 0)).next_back().is_some_and(|((ts, te), _)| *ts < t && s < *te)
+        }
+    };
     for p in proposals {
-        let fresh: Vec<Edit> = p.edits.iter().filter(|e| !taken.contains(e)).cloned().collect();
+        let fresh: Vec<Edit> = p
+            .edits
+            .iter()
+            .filter(|e| taken.get(&(e.range.start, e.range.end)) != Some(e))
+            .cloned()
+            .collect();
         if fresh.is_empty() {
             continue;
         }
-        let clash = fresh.iter().any(|e| {
-            taken.iter().any(|t| {
-                (t.range.start < e.range.end && e.range.start < t.range.end)
-                    || (t.range.is_empty() && e.range.is_empty() && t.range.start == e.range.start)
-            })
-        });
         let bad = fresh.iter().any(|e| e.range.end as usize > source.len());
-        if clash || bad {
+        if bad || fresh.iter().any(|e| clashes(&taken, e)) {
             continue;
         }
         let at = p
@@ -265,12 +375,14 @@ fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
             .map(|e| e.range.start)
             .min();
         applied.push((at.unwrap_or_else(|| fresh[0].range.start), p.description));
-        taken.extend(fresh);
+        for e in fresh {
+            taken.insert((e.range.start, e.range.end), e);
+        }
     }
     if taken.is_empty() {
         return None;
     }
-    taken.sort();
+    let taken: Vec<Edit> = taken.into_values().collect();
     let mut out = String::with_capacity(source.len() + 256);
     let mut last = 0usize;
     for e in &taken {

@@ -33,7 +33,7 @@ fn mirrored_to_tpu_strategy(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut
         );
         let mut v = vec![Edit::replace(s.span, text)];
         if tf == "tensorflow" {
-            v.extend(edits::add_import(ctx.source, ctx.parsed.module(), "import tensorflow"));
+            v.extend(ctx.add_import("import tensorflow"));
         }
         out.push(Proposal {
             edits: v,

@@ -14,56 +14,118 @@ pub(super) const RECIPES: &[Recipe] = &[
     launcher_notes,
 ];
 
-/// `torch.device("cuda" if torch.cuda.is_available() else "cpu")` and the bare conditional
-/// become `torch_xla.device()`.
+/// `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, the bare conditional,
+/// `torch.accelerator.current_accelerator()`, and an `if` whose every branch only assigns the
+/// device (`if use_cuda: device = ... else: device = torch.device("cpu")`) become
+/// `torch_xla.device()`: the device is chosen unconditionally, since on a TPU VM the CUDA test
+/// is false and the script would otherwise train on the CPU.
 fn device_expressions(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
     struct Find<'c, 'a> {
         ctx: &'c Ctx<'a>,
         out: &'c mut Vec<Proposal>,
     }
-    impl<'a> Visitor<'a> for Find<'_, '_> {
-        fn visit_expr(&mut self, e: &'a Expr) {
-            let mentions_cuda = |x: &Expr| {
-                let t = x.span.slice(self.ctx.source);
-                t.contains("\"cuda") || t.contains("'cuda") || t.contains("torch.cuda.is_available")
+    impl Find<'_, '_> {
+        fn mentions_device_choice(&self, x: &Expr) -> bool {
+            let t = x.span.slice(self.ctx.source);
+            t.contains("\"cuda")
+                || t.contains("'cuda")
+                || t.contains("torch.cuda.is_available")
+                || t.contains("accelerator")
+                || t.contains("use_cuda")
+                || t.contains("\"mps")
+                || t.contains("'mps")
+        }
+
+        fn push(&mut self, span: tpuport_python::Span, text: String, description: &str) {
+            let mut v = vec![Edit::replace(span, text)];
+            v.extend(self.ctx.add_import("import torch_xla"));
+            self.out.push(Proposal { edits: v, description: description.to_owned() });
+        }
+
+        /// `name` when every branch of `i` (an `else` included) is one `name = ...`.
+        fn device_if<'s>(&self, s: &'s Stmt) -> Option<&'s str> {
+            let StmtKind::If(i) = &s.kind else { return None };
+            if !i.branches.iter().any(|b| b.test.is_none()) {
+                return None;
+            }
+            let sole = |body: &'s [Stmt]| -> Option<&'s str> {
+                match body {
+                    [Stmt { kind: StmtKind::Assign { targets, .. }, .. }] => {
+                        match targets.as_slice() {
+                            [t] => t.as_name(),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
             };
+            let name = sole(&i.body)?;
+            if !name.to_ascii_lowercase().contains("device")
+                || !i.branches.iter().all(|b| sole(&b.body) == Some(name))
+            {
+                return None;
+            }
+            let text = s.span.slice(self.ctx.source);
+            let choice = text.contains("cuda")
+                || text.contains("accelerator")
+                || text.contains("\"cpu\"")
+                || text.contains("'cpu'");
+            choice.then_some(name)
+        }
+    }
+    impl<'a> Visitor<'a> for Find<'_, '_> {
+        fn visit_stmt(&mut self, s: &'a Stmt) {
+            if let Some(name) = self.device_if(s) {
+                self.push(
+                    s.span,
+                    format!("{name} = torch_xla.device()"),
+                    "device: `torch_xla.device()`, chosen unconditionally (the CUDA/CPU branch is replaced)",
+                );
+                return;
+            }
+            walk_stmt(self, s);
+        }
+        fn visit_expr(&mut self, e: &'a Expr) {
+            if let Some(call) = e.as_call()
+                && self.ctx.semantic.resolves_to(
+                    &call.func,
+                    &[
+                        "torch.accelerator.current_accelerator",
+                        "torch.accelerator.current_device_index",
+                    ],
+                )
+            {
+                self.push(
+                    call_span(call),
+                    "torch_xla.device()".to_owned(),
+                    "device: `torch_xla.device()` instead of the current accelerator",
+                );
+                return;
+            }
             if let Some(call) = e.as_call()
                 && self.ctx.semantic.resolves_to(&call.func, &["torch.device"])
                 && call.args.len() == 1
                 && !matches!(call.args[0].kind, ExprKind::Str(_))
-                && mentions_cuda(&call.args[0])
+                && self.mentions_device_choice(&call.args[0])
             {
-                let mut v = vec![Edit::replace(call_span(call), "torch_xla.device()")];
-                v.extend(edits::add_import(
-                    self.ctx.source,
-                    self.ctx.parsed.module(),
-                    "import torch_xla",
-                ));
-                self.out.push(Proposal {
-                    edits: v,
-                    description: "device: `torch_xla.device()`".to_owned(),
-                });
+                self.push(
+                    call_span(call),
+                    "torch_xla.device()".to_owned(),
+                    "device: `torch_xla.device()`",
+                );
                 return;
             }
-            if let ExprKind::Other(parts) = &e.kind
-                && parts.len() == 3
-                && mentions_cuda(e)
-                && parts
+            if let ExprKind::IfExp { body, orelse, .. } = &e.kind
+                && self.mentions_device_choice(e)
+                && [body, orelse]
                     .iter()
                     .any(|p| p.as_str().is_some_and(crate::rules::helpers::is_cuda_device))
-                && e.span.slice(self.ctx.source).contains(" if ")
             {
-                let mut v = vec![Edit::replace(e.span, "torch_xla.device()")];
-                v.extend(edits::add_import(
-                    self.ctx.source,
-                    self.ctx.parsed.module(),
-                    "import torch_xla",
-                ));
-                self.out.push(Proposal {
-                    edits: v,
-                    description: "device: `torch_xla.device()` instead of a CUDA/CPU choice"
-                        .to_owned(),
-                });
+                self.push(
+                    e.span,
+                    "torch_xla.device()".to_owned(),
+                    "device: `torch_xla.device()` instead of a CUDA/CPU choice",
+                );
                 return;
             }
             walk_expr(self, e);
@@ -85,8 +147,16 @@ fn sync_after_optimizer_step(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mu
                 && self.ctx.semantic.step_loops.contains(&s.span)
             {
                 let iter = f.iter.span.slice(self.ctx.source);
+                let prepared = match f.iter.as_call() {
+                    Some(c) if c.func.as_name() == Some("enumerate") => c.args.first(),
+                    _ => Some(&f.iter),
+                }
+                .and_then(Expr::dotted)
+                .is_some_and(|d| self.ctx.semantic.prepared.contains(&d));
+                // `accelerator.prepare` wraps loaders in an `MpDeviceLoader` on TPU.
                 let loader_marks_step = iter.contains("MpDeviceLoader")
-                    || loader_in(&f.iter).is_some()
+                    || prepared
+                    || loader_in(self.ctx, &f.iter).is_some()
                     || f.iter.as_name().is_some_and(|n| self.ctx.semantic.dataloaders.contains(n))
                     || f.iter
                         .as_call()
@@ -102,11 +172,7 @@ fn sync_after_optimizer_step(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mu
                     let indent = edits::indentation_at(self.ctx.source, step.span.start).to_owned();
                     let end = edits::line_end(self.ctx.source, step.span.end);
                     let mut v = vec![Edit::insert(end, format!("{indent}torch_xla.sync()\n"))];
-                    v.extend(edits::add_import(
-                        self.ctx.source,
-                        self.ctx.parsed.module(),
-                        "import torch_xla",
-                    ));
+                    v.extend(self.ctx.add_import("import torch_xla"));
                     self.out.push(Proposal {
                         edits: v,
                         description: "step boundary: `torch_xla.sync()` after the optimizer step"
@@ -122,17 +188,22 @@ fn sync_after_optimizer_step(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mu
     Find { ctx, out }.visit_body(&ctx.parsed.module().body);
 }
 
-/// The loader variable a step loop iterates (`loader` or `enumerate(loader)`), when its name
-/// says it is a data loader.
-fn loader_in(iter: &Expr) -> Option<&Expr> {
+/// The loader a step loop iterates (`loader`, `self.loader` or `enumerate(loader)`): a known
+/// `DataLoader` or a name that reads like one, not one that `accelerator.prepare` returned.
+fn loader_in<'e>(ctx: &Ctx<'_>, iter: &'e Expr) -> Option<&'e Expr> {
     let inner = match iter.as_call() {
         Some(c) if c.func.as_name() == Some("enumerate") => c.args.first()?,
         _ => iter,
     };
-    inner.as_name().filter(|n| n.to_ascii_lowercase().contains("loader")).map(|_| inner)
+    let dotted = inner.dotted()?;
+    let last = dotted.rsplit('.').next().unwrap_or("");
+    let loader =
+        ctx.semantic.dataloaders.contains(&dotted) || crate::semantic::is_loader_name(last);
+    (loader && !ctx.semantic.prepared.contains(&dotted)).then_some(inner)
 }
 
-/// Step loops over a `*loader*` variable iterate `pl.MpDeviceLoader(loader, device)`.
+/// Step loops (training and evaluation) over a data loader iterate
+/// `pl.MpDeviceLoader(loader, device)`.
 fn wrap_loaders(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) {
     struct Find<'c, 'a> {
         ctx: &'c Ctx<'a>,
@@ -142,20 +213,19 @@ fn wrap_loaders(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<Note>) 
         fn visit_stmt(&mut self, s: &'a Stmt) {
             if let StmtKind::For(f) = &s.kind
                 && self.ctx.semantic.step_loops.contains(&s.span)
-                && let Some(loader) = loader_in(&f.iter)
+                && let Some(loader) = loader_in(self.ctx, &f.iter)
             {
                 let name = loader.span.slice(self.ctx.source);
-                let device =
-                    if self.ctx.semantic.has_device_var { "device" } else { "torch_xla.device()" };
+                let device = if self.ctx.semantic.scopes.is_bound_at("device", s.span.start) {
+                    "device"
+                } else {
+                    "torch_xla.device()"
+                };
                 let mut v = vec![Edit::replace(
                     loader.span,
                     format!("pl.MpDeviceLoader({name}, {device})"),
                 )];
-                v.extend(edits::add_import(
-                    self.ctx.source,
-                    self.ctx.parsed.module(),
-                    "import torch_xla.distributed.parallel_loader as pl",
-                ));
+                v.extend(self.ctx.add_import("import torch_xla.distributed.parallel_loader as pl"));
                 self.out.push(Proposal { edits: v, description: format!("`{name}` wrapped in `MpDeviceLoader` (background host-to-device transfer, step marking)") });
             }
             walk_stmt(self, s);

@@ -118,3 +118,55 @@ pub(crate) fn is_dataloader(checker: &Checker, call: &Call) -> bool {
         &["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"],
     )
 }
+
+/// Where a `DataLoader` keyword comes from.
+pub(crate) enum LoaderKeyword<'a> {
+    /// Passed as `name=value`.
+    Explicit(&'a tpuport_python::ast::Keyword),
+    /// An entry of a dict passed as `**kwargs` (followed through assignments and `.update`).
+    FromDict(&'a crate::semantic::DictEntry),
+    /// Not passed (the dicts splatted into the call are known and lack it).
+    Absent,
+    /// A `**kwargs` splat that cannot be followed may hold it.
+    Unknown,
+}
+
+/// Finds keyword `name` of a `DataLoader(...)` call, looking into `**kwargs` dicts.
+pub(crate) fn loader_keyword<'a>(
+    sem: &'a crate::semantic::Semantic,
+    call: &'a Call,
+    name: &str,
+) -> LoaderKeyword<'a> {
+    if let Some(k) = call.keyword(name) {
+        return LoaderKeyword::Explicit(k);
+    }
+    if !call.has_kwargs_splat() {
+        return LoaderKeyword::Absent;
+    }
+    match sem.splat_entries(call) {
+        Some(entries) => match entries.into_iter().find(|e| e.key == name) {
+            Some(e) => LoaderKeyword::FromDict(e),
+            None => LoaderKeyword::Absent,
+        },
+        None => LoaderKeyword::Unknown,
+    }
+}
+
+/// Whether a `DataLoader(...)` call builds an evaluation loader, which must see every sample:
+/// the variable it is assigned to, or the dataset it reads, is named for testing or validation.
+pub(crate) fn is_eval_loader(checker: &Checker, call: &Call) -> bool {
+    let named_eval = |n: &str| {
+        let n = n.to_ascii_lowercase();
+        ["test", "val", "eval", "dev"]
+            .iter()
+            .any(|k| n.starts_with(k) || n.contains(&format!("_{k}")))
+    };
+    let target = checker.current_stmt().and_then(|s| match &s.kind {
+        StmtKind::Assign { targets, value } if value.span.contains(call.func.span) => {
+            targets.first().and_then(|t| t.last_name().map(str::to_owned))
+        }
+        _ => None,
+    });
+    target.is_some_and(|t| named_eval(&t))
+        || call.args.first().and_then(Expr::last_name).is_some_and(named_eval)
+}

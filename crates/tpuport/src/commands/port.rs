@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use tpuport_lint::files::{collect_python_files, read_source};
-use tpuport_lint::port::{Target, port_source};
+use tpuport_lint::port::{PortOptions, Target, port_source_with};
 use tpuport_lint::render::{display_path, unified_diff};
 use tpuport_lint::{error_chain, write_atomic};
 
@@ -38,6 +38,9 @@ pub(crate) struct PortArgs {
     /// Rewrite the files in place (atomically).
     #[arg(long)]
     pub(crate) write: bool,
+    /// Also apply the fixes of preview rules.
+    #[arg(long)]
+    pub(crate) preview: bool,
 }
 
 pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -67,7 +70,7 @@ pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<S
                 continue;
             }
         };
-        let result = match port_source(&source, target) {
+        let result = match port_source_with(&source, target, PortOptions { preview: a.preview }) {
             Ok(r) => r,
             Err(e) => {
                 failed = true;
@@ -92,6 +95,7 @@ pub(crate) fn run(a: &PortArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<S
                 "changed": changed,
                 "written": a.write && changed,
                 "changes": result.changes,
+                "passes": result.passes,
                 "manual": result.manual,
                 "diff": if a.write { None } else { Some(unified_diff(&source, &result.output, &path)) },
             })),

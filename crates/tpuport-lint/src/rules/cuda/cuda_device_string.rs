@@ -69,6 +69,41 @@ fn report(
     }
 }
 
+/// Names that hold an integer CUDA ordinal (`model.to(rank)`, `x.to(self.gpu_id)`).
+const ORDINAL_NAMES: &[&str] = &[
+    "rank",
+    "local_rank",
+    "gpu",
+    "gpu_id",
+    "gpu_idx",
+    "gpu_index",
+    "device_id",
+    "device_idx",
+    "local_device_id",
+];
+
+/// `.to(<int>)`: an integer device is a CUDA ordinal.
+fn report_ordinal(checker: &mut Checker, call: &Call, arg: &Expr) {
+    let ordinal = match &arg.kind {
+        tpuport_python::ast::ExprKind::Int(Some(_)) => true,
+        _ => arg
+            .last_name()
+            .is_some_and(|n| ORDINAL_NAMES.contains(&n.to_ascii_lowercase().as_str())),
+    };
+    if !ordinal || call.args.len() != 1 {
+        return;
+    }
+    let device = checker.device_expr(call.func.span.start);
+    let mut edits = vec![Edit::replace(arg.span, device)];
+    if device != "device" {
+        edits.extend(checker.import_edit("import torch_xla"));
+    }
+    let text = checker.text(arg.span).to_owned();
+    if let Some(d) = checker.report(&CudaDeviceString { device: text }, arg.span) {
+        d.set_fix(Fix::unsafe_(edits));
+    }
+}
+
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     if !checker.uses(Framework::PyTorch) {
         return;
@@ -94,6 +129,7 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         && let Some(arg) = call.args.first()
     {
         report(checker, arg, arg.span, "torch_xla.device()");
+        report_ordinal(checker, call, arg);
     }
     for k in &call.keywords {
         match k.arg.as_ref().map(|a| a.name.as_str()) {

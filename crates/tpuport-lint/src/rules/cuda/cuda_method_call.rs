@@ -59,7 +59,7 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         return; // `torch.cuda` itself, not a method call on a tensor
     }
     let Some(span) = method_span(call) else { return };
-    let device = if checker.semantic.has_device_var { "device" } else { "torch_xla.device()" };
+    let device = checker.device_expr(call.func.span.start);
     let mut args = vec![device.to_owned()];
     if let Some(k) = call.keyword("non_blocking") {
         args.push(checker.text(k.span).to_owned());

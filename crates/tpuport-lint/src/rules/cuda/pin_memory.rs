@@ -4,12 +4,14 @@ use tpuport_python::ast::{Call, ExprKind};
 
 use crate::checker::Checker;
 use crate::fix::{Fix, edits};
-use crate::rules::helpers::is_dataloader;
+use crate::rules::helpers::{LoaderKeyword, is_dataloader, loader_keyword};
+use crate::semantic::Literal;
 use crate::violation::{Violation, violation};
 
 violation! {
     /// ## What it does
-    /// Checks for `DataLoader(..., pin_memory=True)`.
+    /// Checks for `DataLoader(..., pin_memory=True)`, also as a `"pin_memory": True` entry of
+    /// a dict passed to the loader as `**kwargs` (reported at the entry).
     ///
     /// ## Why is this bad on TPU?
     /// Pinned (page-locked) host memory speeds up CUDA host-to-device copies. It does nothing
@@ -49,7 +51,16 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
     if !is_dataloader(checker, call) {
         return;
     }
-    let Some(k) = call.keyword("pin_memory") else { return };
+    let k = match loader_keyword(checker.semantic, call, "pin_memory") {
+        LoaderKeyword::Explicit(k) => k,
+        // In a `**kwargs` dict: reported at its key; removing it is left to a person (the
+        // dict may serve other calls).
+        LoaderKeyword::FromDict(e) if e.value == Literal::True => {
+            checker.report(&PinMemory {}, e.key_span);
+            return;
+        }
+        _ => return,
+    };
     if !matches!(k.value.kind, ExprKind::Bool(true)) {
         return;
     }

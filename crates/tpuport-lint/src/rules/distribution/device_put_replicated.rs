@@ -7,7 +7,9 @@ use crate::violation::{Violation, violation};
 
 violation! {
     /// ## What it does
-    /// Checks for `jax.device_put_replicated` and `jax.device_put_sharded`.
+    /// Checks for `jax.device_put_replicated` and `jax.device_put_sharded`, and for their Flax
+    /// helpers `flax.jax_utils.replicate` and `flax.jax_utils.prefetch_to_device` (which
+    /// stacks each batch per local device for `pmap`).
     ///
     /// ## Why is this bad on TPU?
     /// Both build the per-device stacked arrays that `pmap` wants and are deprecated. They
@@ -35,7 +37,13 @@ violation! {
 
 impl Violation for DevicePutReplicated {
     fn message(&self) -> String {
-        format!("`jax.{}` is deprecated", self.name)
+        if self.name.ends_with("prefetch_to_device") {
+            format!("`{}` stacks each batch per device for `pmap`", self.name)
+        } else if self.name.contains("jax_utils") {
+            format!("`{}` places one copy per device for `pmap`", self.name)
+        } else {
+            format!("`jax.{}` is deprecated", self.name)
+        }
     }
     fn fix_title(&self) -> Option<String> {
         Some("Use `jax.device_put(x, NamedSharding(mesh, spec))`".to_owned())
@@ -46,5 +54,9 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     let Some(q) = checker.semantic.qualified_name(&call.func) else { return };
     if let Some(name @ ("device_put_replicated" | "device_put_sharded")) = q.strip_prefix("jax.") {
         checker.report(&DevicePutReplicated { name: name.to_owned() }, call.func.span);
+    } else if let Some(name @ ("replicate" | "prefetch_to_device")) =
+        q.strip_prefix("flax.jax_utils.")
+    {
+        checker.report(&DevicePutReplicated { name: format!("jax_utils.{name}") }, call.func.span);
     }
 }

@@ -2,6 +2,7 @@
 
 pub(crate) mod blocking_wait_in_step_loop;
 pub(crate) mod cpu_in_step_loop;
+pub(crate) mod host_metric_in_step_loop;
 pub(crate) mod item_in_step_loop;
 pub(crate) mod numpy_in_step_loop;
 pub(crate) mod print_tensor_in_step_loop;

@@ -3,12 +3,14 @@
 use tpuport_python::ast::{Call, Expr, ExprKind};
 
 use crate::checker::Checker;
-use crate::rules::helpers::is_dataloader;
+use crate::rules::helpers::{LoaderKeyword, is_dataloader, loader_keyword};
+use crate::semantic::Literal;
 use crate::violation::{Violation, violation};
 
 violation! {
     /// ## What it does
-    /// Checks for `DataLoader(...)` with `num_workers=0` or without `num_workers` (default 0).
+    /// Checks for `DataLoader(...)` with `num_workers=0` or without `num_workers` (default 0),
+    /// looking into dicts passed as `**kwargs`.
     ///
     /// ## Why is this bad on TPU?
     /// With no workers, decoding and augmentation run in the training process between steps,
@@ -49,15 +51,18 @@ impl Violation for DataloaderNumWorkersZero {
 }
 
 pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    if !is_dataloader(checker, call) || call.has_kwargs_splat() {
+    if !is_dataloader(checker, call) {
         return;
     }
-    match call.keyword("num_workers") {
-        None if call.args.len() < 6 => {
+    match loader_keyword(checker.semantic, call, "num_workers") {
+        LoaderKeyword::Absent if call.args.len() < 6 => {
             checker.report(&DataloaderNumWorkersZero { explicit: false }, call.func.span);
         }
-        Some(k) if matches!(k.value.kind, ExprKind::Int(Some(0))) => {
+        LoaderKeyword::Explicit(k) if matches!(k.value.kind, ExprKind::Int(Some(0))) => {
             checker.report(&DataloaderNumWorkersZero { explicit: true }, k.span);
+        }
+        LoaderKeyword::FromDict(e) if e.value == Literal::Zero => {
+            checker.report(&DataloaderNumWorkersZero { explicit: true }, e.key_span);
         }
         _ => {}
     }

@@ -59,8 +59,8 @@ fn loader_name<'e>(checker: &Checker, iter: &'e Expr) -> Option<&'e Expr> {
         Some(c) if c.func.as_name() == Some("enumerate") => c.args.first()?,
         _ => iter,
     };
-    let name = inner.as_name()?;
-    checker.semantic.dataloaders.contains(name).then_some(inner)
+    let name = inner.dotted()?;
+    checker.semantic.dataloaders.contains(&name).then_some(inner)
 }
 
 pub(crate) fn check(checker: &mut Checker, stmt: &Stmt) {
@@ -69,8 +69,8 @@ pub(crate) fn check(checker: &mut Checker, stmt: &Stmt) {
         return;
     }
     let Some(loader) = loader_name(checker, &f.iter) else { return };
-    let name = loader.as_name().unwrap_or("").to_owned();
-    let device = if checker.semantic.has_device_var { "device" } else { "torch_xla.device()" };
+    let name = checker.text(loader.span).to_owned();
+    let device = checker.device_expr(stmt.span.start);
     let mut edits = vec![Edit::replace(
         Span::new(loader.span.start, loader.span.end),
         format!("pl.MpDeviceLoader({name}, {device})"),

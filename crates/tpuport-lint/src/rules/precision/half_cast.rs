@@ -12,6 +12,8 @@ violation! {
     /// ## What it does
     /// Checks for float16 on the device: `Tensor.half()`, `torch.float16` / `torch.half`,
     /// `jnp.float16`, `tf.float16` (outside autocast calls, which TPU401 covers).
+    /// Branches that only run off TPU (the `else` of `if platform == "tpu":`, the body of
+    /// `if platform == "gpu":`) are not flagged.
     ///
     /// ## Why is this bad on TPU?
     /// TPUs have native bfloat16, not float16. float16 tensors are computed by conversion or
@@ -49,6 +51,9 @@ impl Violation for HalfCast {
 const F16: &[&str] = &["torch.float16", "torch.half", "jax.numpy.float16", "tensorflow.float16"];
 
 pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
+    if checker.in_non_tpu_branch() {
+        return; // `else: jnp.float16` of `if platform == "tpu": jnp.bfloat16`
+    }
     let Some(q) = checker.semantic.qualified_name(expr) else { return };
     if !F16.contains(&q.as_str()) {
         return;
@@ -73,7 +78,7 @@ pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
 }
 
 pub(crate) fn check_call(checker: &mut Checker, _expr: &Expr, call: &Call) {
-    if !checker.uses(Framework::PyTorch) || !call.args.is_empty() {
+    if !checker.uses(Framework::PyTorch) || !call.args.is_empty() || checker.in_non_tpu_branch() {
         return;
     }
     let Some((recv, "half")) = method(call) else { return };

@@ -4,13 +4,16 @@ use tpuport_python::ast::{Call, ExprKind};
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix, edits};
-use crate::rules::helpers::{is_dataloader, keyword_truthy};
+use crate::rules::helpers::{LoaderKeyword, is_dataloader, is_eval_loader, loader_keyword};
+use crate::semantic::Literal;
 use crate::violation::{Violation, violation};
 
 violation! {
     /// ## What it does
-    /// Checks for `torch.utils.data.DataLoader(...)` calls that batch data without
-    /// `drop_last=True`.
+    /// Checks for `torch.utils.data.DataLoader(...)` calls that batch training data without
+    /// `drop_last=True`, also when the keywords come in a `**kwargs` dict built in the same
+    /// file. Evaluation loaders (assigned to, or reading, a `test` / `val` / `eval` name) are
+    /// not flagged: they must see every sample, so pad their last batch instead.
     ///
     /// ## Why is this bad on TPU?
     /// XLA compiles one program per input shape. When the dataset size is not a multiple of
@@ -54,21 +57,28 @@ impl Violation for DataloaderWithoutDropLast {
 }
 
 pub(crate) fn check(checker: &mut Checker, call: &Call) {
-    if !is_dataloader(checker, call)
-        || call.has_kwargs_splat()
-        || call.keyword("batch_sampler").is_some()
-    {
+    if !is_dataloader(checker, call) || is_eval_loader(checker, call) {
         return;
     }
-    if call.keyword("batch_size").is_some_and(|k| matches!(k.value.kind, ExprKind::NoneLit)) {
-        return;
+    match loader_keyword(checker.semantic, call, "batch_sampler") {
+        LoaderKeyword::Absent => {}
+        _ => return,
     }
-    let edit = match (call.keyword("drop_last"), keyword_truthy(call, "drop_last")) {
-        (Some(k), Some(false)) => Edit::replace(k.value.span, "True"),
-        (None, _) => edits::append_argument(call, "drop_last=True"),
+    match loader_keyword(checker.semantic, call, "batch_size") {
+        LoaderKeyword::Explicit(k) if matches!(k.value.kind, ExprKind::NoneLit) => return,
+        LoaderKeyword::FromDict(e) if e.value == Literal::Falsy => return,
+        _ => {}
+    }
+    let (edit, explicit_false) = match loader_keyword(checker.semantic, call, "drop_last") {
+        LoaderKeyword::Explicit(k) if Literal::of(&k.value) != Literal::True => {
+            if !matches!(Literal::of(&k.value), Literal::Falsy | Literal::Zero) {
+                return;
+            }
+            (Edit::replace(k.value.span, "True"), true)
+        }
+        LoaderKeyword::Absent => (edits::append_argument(call, "drop_last=True"), false),
         _ => return,
     };
-    let explicit_false = call.keyword("drop_last").is_some();
     let span = call.func.span;
     if let Some(d) = checker.report(&DataloaderWithoutDropLast { explicit_false }, span) {
         d.set_fix(Fix::unsafe_(vec![edit]));

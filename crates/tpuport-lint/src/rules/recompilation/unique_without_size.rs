@@ -56,7 +56,9 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
         _ => match method(call) {
             Some((recv, "unique"))
                 if checker.uses(Framework::PyTorch)
-                    && checker.semantic.qualified_name(recv).is_none() =>
+                    && checker.semantic.qualified_name(recv).is_none()
+                    // `dataset.unique("label")` (🤗 datasets, pandas) takes a column name.
+                    && !call.args.first().is_some_and(|a| a.as_str().is_some()) =>
             {
                 Some(".unique()".to_owned())
             }
