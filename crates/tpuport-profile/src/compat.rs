@@ -1,0 +1,1 @@
+//! Known-good framework version pairs.
