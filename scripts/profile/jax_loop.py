@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def batches(n, slow):
+def batches(n, slow):  # PLANT: loader-fn
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((n, 8, 64), dtype=np.float32)
     ys = rng.integers(0, 10, (n, 8))
@@ -47,7 +47,7 @@ def main():
     params, loss = train_step(params, x, y)  # compile before tracing
     loss.block_until_ready()
     jax.profiler.start_trace(a.log_dir)
-    for step, (x, y) in enumerate(data):  # PLANT: loader-loop
+    for step, (x, y) in enumerate(data):
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             params, loss = train_step(params, x, y)
             loss.block_until_ready()

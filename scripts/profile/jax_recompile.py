@@ -11,7 +11,7 @@ import numpy as np
 
 
 @jax.jit
-def step(w, x):
+def step(w, x):  # PLANT: jit-fn
     return w - 0.01 * jax.grad(lambda w: jnp.mean((x @ w) ** 2))(w)
 
 

@@ -30,7 +30,12 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     if a.trace_dir:
         import torch_xla.debug.profiler as xp
-        server = xp.start_server(9012)  # noqa: F841
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = xp.start_server(port)  # noqa: F841
         xp.start_trace(a.trace_dir)
     total = 0.0
     for step in range(12):
@@ -46,7 +51,7 @@ def main():
             loss = loss + counts.float().mean() * 0
         if a.item:
             total += loss.item()  # PLANT: item
-        torch_xla.sync()
+        torch_xla.sync()  # PLANT: sync
     if a.trace_dir:
         xp.stop_trace()
     with open(a.metrics_out, "w") as f:

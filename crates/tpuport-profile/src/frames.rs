@@ -44,15 +44,68 @@ impl Frame {
 /// Top-level packages and standard-library modules whose frames are never the user's code
 /// (kineto writes paths relative to the `sys.path` entry that holds them).
 const LIBRARY_ROOTS: &[&str] = &[
-    "torch", "torch_xla", "torchvision", "torchaudio", "functorch", "jax", "jaxlib", "flax",
-    "optax", "orbax", "chex", "equinox", "haiku", "numpy", "scipy", "pandas", "transformers",
-    "tensorflow", "keras", "tf_keras", "absl", "google", "tqdm", "accelerate", "datasets",
-    "lightning", "pytorch_lightning", "ml_dtypes", "PIL", "typing.py", "contextlib.py",
-    "functools.py", "threading.py", "abc.py", "enum.py", "weakref.py", "queue.py",
-    "selectors.py", "dataclasses.py", "warnings.py", "os.py", "random.py", "copy.py",
-    "inspect.py", "traceback.py", "socket.py", "subprocess.py", "codecs.py", "logging",
-    "multiprocessing", "concurrent", "collections", "importlib", "json", "asyncio", "re",
-    "runpy.py", "threading", "_weakrefset.py", "tempfile.py", "shutil.py", "pickle.py",
+    "torch",
+    "torch_xla",
+    "torchvision",
+    "torchaudio",
+    "functorch",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "orbax",
+    "chex",
+    "equinox",
+    "haiku",
+    "numpy",
+    "scipy",
+    "pandas",
+    "transformers",
+    "tensorflow",
+    "keras",
+    "tf_keras",
+    "absl",
+    "google",
+    "tqdm",
+    "accelerate",
+    "datasets",
+    "lightning",
+    "pytorch_lightning",
+    "ml_dtypes",
+    "PIL",
+    "typing.py",
+    "contextlib.py",
+    "functools.py",
+    "threading.py",
+    "abc.py",
+    "enum.py",
+    "weakref.py",
+    "queue.py",
+    "selectors.py",
+    "dataclasses.py",
+    "warnings.py",
+    "os.py",
+    "random.py",
+    "copy.py",
+    "inspect.py",
+    "traceback.py",
+    "socket.py",
+    "subprocess.py",
+    "codecs.py",
+    "logging",
+    "multiprocessing",
+    "concurrent",
+    "collections",
+    "importlib",
+    "json",
+    "asyncio",
+    "re",
+    "runpy.py",
+    "threading",
+    "_weakrefset.py",
+    "tempfile.py",
+    "shutil.py",
+    "pickle.py",
 ];
 
 /// Whether `file` (as a profiler wrote it) is the user's code.
@@ -137,16 +190,25 @@ mod tests {
     #[test]
     fn syntaxes() {
         let f = parse_paren_frame("  train_loop_fn (/path/train.py:48)").unwrap();
-        assert_eq!((f.file.as_str(), f.line, f.function.as_deref()), ("/path/train.py", 48, Some("train_loop_fn")));
+        assert_eq!(
+            (f.file.as_str(), f.line, f.function.as_deref()),
+            ("/path/train.py", 48, Some("train_loop_fn"))
+        );
         let f = parse_callsite("/w/jax_recompile.py:27:12 (main)").unwrap();
-        assert_eq!((f.file.as_str(), f.line, f.function.as_deref()), ("/w/jax_recompile.py", 27, Some("main")));
+        assert_eq!(
+            (f.file.as_str(), f.line, f.function.as_deref()),
+            ("/w/jax_recompile.py", 27, Some("main"))
+        );
         let f = parse_callsite("/w/jax_recompile.py:13").unwrap();
         assert_eq!((f.file.as_str(), f.line), ("/w/jax_recompile.py", 13));
         let f = parse_kineto_function("torch_loop.py(23): __getitem__").unwrap();
         assert_eq!((f.file.as_str(), f.line), ("torch_loop.py", 23));
         assert!(parse_kineto_function("<built-in method item of Tensor object at 0x7f>").is_none());
         let f = parse_tsl_function("$jax_loop.py:13 batches").unwrap();
-        assert_eq!((f.file.as_str(), f.line, f.function.as_deref()), ("jax_loop.py", 13, Some("batches")));
+        assert_eq!(
+            (f.file.as_str(), f.line, f.function.as_deref()),
+            ("jax_loop.py", 13, Some("batches"))
+        );
         assert!(parse_tsl_function("$time sleep").is_none());
     }
 

@@ -58,25 +58,38 @@ pub struct Discovery {
 /// Opens `path` for reading, decompressing gzip.
 pub(crate) fn open(path: &Path, gzip: bool) -> std::io::Result<Box<dyn Read>> {
     let f = BufReader::with_capacity(BUF, File::open(path)?);
-    Ok(if gzip { Box::new(BufReader::with_capacity(BUF, MultiGzDecoder::new(f))) } else { Box::new(f) })
+    Ok(if gzip {
+        Box::new(BufReader::with_capacity(BUF, MultiGzDecoder::new(f)))
+    } else {
+        Box::new(f)
+    })
 }
 
 /// Opens `path` as buffered lines.
 pub(crate) fn open_lines(path: &Path, gzip: bool) -> std::io::Result<Box<dyn BufRead>> {
     let f = BufReader::with_capacity(BUF, File::open(path)?);
-    Ok(if gzip { Box::new(BufReader::with_capacity(BUF, MultiGzDecoder::new(f))) } else { Box::new(f) })
+    Ok(if gzip {
+        Box::new(BufReader::with_capacity(BUF, MultiGzDecoder::new(f)))
+    } else {
+        Box::new(f)
+    })
 }
 
 /// Looks at the first bytes of a file: gzip or not, JSON or text. Binary content is an error
 /// naming what the file seems to be.
 pub(crate) fn sniff(path: &Path) -> Result<(bool, InputKind), ProfileError> {
     let mut head = [0u8; 2];
-    let n = File::open(path).and_then(|mut f| read_full(&mut f, &mut head)).map_err(|e| ProfileError::io(path, e))?;
+    let n = File::open(path)
+        .and_then(|mut f| read_full(&mut f, &mut head))
+        .map_err(|e| ProfileError::io(path, e))?;
     let gzip = n == 2 && head == [0x1f, 0x8b];
     let mut buf = vec![0u8; SNIFF];
-    let n = open(path, gzip)
-        .and_then(|mut r| read_full(&mut r, &mut buf))
-        .map_err(|e| ProfileError::Unrecognized { path: path.to_owned(), what: format!("cannot decompress: {e}") })?;
+    let n = open(path, gzip).and_then(|mut r| read_full(&mut r, &mut buf)).map_err(|e| {
+        ProfileError::Unrecognized {
+            path: path.to_owned(),
+            what: format!("cannot decompress: {e}"),
+        }
+    })?;
     let head = &buf[..n];
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if name.ends_with(".xplane.pb") {
@@ -91,7 +104,10 @@ pub(crate) fn sniff(path: &Path) -> Result<(bool, InputKind), ProfileError> {
             what: "a binary file, not a Chrome trace (JSON), metrics report or log".to_owned(),
         });
     }
-    let first = head.iter().copied().find(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF);
+    let first = head
+        .iter()
+        .copied()
+        .find(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF);
     let kind = if matches!(first, Some(b'{' | b'[')) { InputKind::Trace } else { InputKind::Text };
     Ok((gzip, kind))
 }
@@ -112,7 +128,9 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Whether a file found in a folder is worth sniffing.
 fn candidate(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    [".json", ".json.gz", ".log", ".txt", ".out", ".err", ".log.gz", ".txt.gz"].iter().any(|e| n.ends_with(e))
+    [".json", ".json.gz", ".log", ".txt", ".out", ".err", ".log.gz", ".txt.gz"]
+        .iter()
+        .any(|e| n.ends_with(e))
 }
 
 /// Finds the inputs under `paths`.
@@ -136,7 +154,9 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             }
         } else {
             match sniff(p) {
-                Ok((gzip, kind)) => d.inputs.push(Input { path: p.clone(), gzip, kind, explicit: true }),
+                Ok((gzip, kind)) => {
+                    d.inputs.push(Input { path: p.clone(), gzip, kind, explicit: true })
+                }
                 Err(e) => d.errors.push(e),
             }
         }
@@ -157,14 +177,19 @@ fn walk(dir: &Path, depth: usize, budget: &mut usize, d: &mut Discovery) {
     };
     entries.sort();
     // A TensorBoard profile folder: only the newest run.
-    if dir.file_name().is_some_and(|n| n == "profile") && dir.parent().and_then(Path::file_name).is_some_and(|n| n == "plugins") {
+    if dir.file_name().is_some_and(|n| n == "profile")
+        && dir.parent().and_then(Path::file_name).is_some_and(|n| n == "plugins")
+    {
         let newest = entries
             .iter()
             .filter(|p| p.is_dir())
             .max_by_key(|p| (std::fs::metadata(p).and_then(|m| m.modified()).ok(), (*p).clone()));
         if let Some(run) = newest.cloned() {
             for other in entries.iter().filter(|p| p.is_dir() && **p != run) {
-                d.skipped.push((other.clone(), "an older profile run (only the newest is read)".to_owned()));
+                d.skipped.push((
+                    other.clone(),
+                    "an older profile run (only the newest is read)".to_owned(),
+                ));
             }
             run_folder(&run, budget, d);
         }
@@ -172,7 +197,10 @@ fn walk(dir: &Path, depth: usize, budget: &mut usize, d: &mut Discovery) {
     }
     for path in entries {
         if *budget == 0 {
-            d.skipped.push((dir.to_owned(), format!("more than {MAX_FILES} files: the rest were not looked at")));
+            d.skipped.push((
+                dir.to_owned(),
+                format!("more than {MAX_FILES} files: the rest were not looked at"),
+            ));
             return;
         }
         *budget -= 1;
@@ -202,11 +230,15 @@ fn run_folder(run: &Path, budget: &mut usize, d: &mut Discovery) {
         }
     };
     files.sort();
-    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let traces: Vec<&PathBuf> = files.iter().filter(|p| {
-        let n = name(p);
-        n.ends_with(".trace.json.gz") || n.ends_with(".trace.json")
-    }).collect();
+    let name =
+        |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let traces: Vec<&PathBuf> = files
+        .iter()
+        .filter(|p| {
+            let n = name(p);
+            n.ends_with(".trace.json.gz") || n.ends_with(".trace.json")
+        })
+        .collect();
     let chosen: Vec<&PathBuf> = if traces.is_empty() {
         files.iter().filter(|p| name(p).starts_with("perfetto_trace.json")).collect()
     } else {
@@ -222,7 +254,9 @@ fn run_folder(run: &Path, budget: &mut usize, d: &mut Discovery) {
     for p in chosen {
         *budget = budget.saturating_sub(1);
         match sniff(p) {
-            Ok((gzip, kind)) => d.inputs.push(Input { path: p.clone(), gzip, kind, explicit: false }),
+            Ok((gzip, kind)) => {
+                d.inputs.push(Input { path: p.clone(), gzip, kind, explicit: false })
+            }
             Err(e) => d.errors.push(e),
         }
     }

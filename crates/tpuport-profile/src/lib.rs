@@ -83,22 +83,38 @@ pub struct Evidence {
 /// # Errors
 /// The file cannot be read, is not valid trace JSON, or (for a file named on the command line)
 /// holds nothing `profile` reads.
-pub fn read_input(input: &Input, opts: &ReadOptions, ev: &mut Evidence) -> Result<InputReport, ProfileError> {
+pub fn read_input(
+    input: &Input,
+    opts: &ReadOptions,
+    ev: &mut Evidence,
+) -> Result<InputReport, ProfileError> {
     let path = &input.path;
     match input.kind {
         InputKind::Trace => {
-            let summary = trace::read_trace(|| input::open(path, input.gzip), opts.max_event_bytes, opts.top_ops)
-                .map_err(|e| match e {
-                    trace::scan::ScanError::Io(source) => ProfileError::Io { path: path.clone(), source },
-                    trace::scan::ScanError::Json { offset, message } => {
-                        ProfileError::Json { path: path.clone(), offset, message }
-                    }
-                    trace::scan::ScanError::TooLarge { offset } => {
-                        ProfileError::EventTooLarge { path: path.clone(), offset, limit: opts.max_event_bytes }
-                    }
-                })?;
-            let report =
-                InputReport { path: path.clone(), found: vec!["trace"], bytes: summary.bytes, events: Some(summary.events) };
+            let summary = trace::read_trace(
+                || input::open(path, input.gzip),
+                opts.max_event_bytes,
+                opts.top_ops,
+            )
+            .map_err(|e| match e {
+                trace::scan::ScanError::Io(source) => {
+                    ProfileError::Io { path: path.clone(), source }
+                }
+                trace::scan::ScanError::Json { offset, message } => {
+                    ProfileError::Json { path: path.clone(), offset, message }
+                }
+                trace::scan::ScanError::TooLarge { offset } => ProfileError::EventTooLarge {
+                    path: path.clone(),
+                    offset,
+                    limit: opts.max_event_bytes,
+                },
+            })?;
+            let report = InputReport {
+                path: path.clone(),
+                found: vec!["trace"],
+                bytes: summary.bytes,
+                events: Some(summary.events),
+            };
             ev.traces.push((path.clone(), summary));
             Ok(report)
         }
@@ -127,4 +143,20 @@ pub fn read_input(input: &Input, opts: &ReadOptions, ev: &mut Evidence) -> Resul
             Ok(InputReport { path: path.clone(), found, bytes: t.bytes, events: None })
         }
     }
+}
+
+/// The JSON schema name of [`Report`].
+pub const SCHEMA: &str = "tpuport.profile/1";
+
+/// What `tpuport profile` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The files read.
+    pub inputs: Vec<InputReport>,
+    /// Findings, most severe first.
+    pub findings: Vec<findings::Finding>,
+    /// Files that could not be read, one line each.
+    pub errors: Vec<String>,
 }

@@ -4,6 +4,7 @@
 //! - [`human`]: numbers with thousands separators, byte sizes in binary units, SI counts.
 
 pub mod human;
+pub mod profile;
 mod table;
 
 pub use table::{Align, Table};

@@ -39,7 +39,7 @@ pub(crate) enum Format {
     Text,
     /// JSON with a versioned schema.
     Json,
-    /// SARIF 2.1.0 (only `check`).
+    /// SARIF 2.1.0 (`check` and `profile`).
     Sarif,
 }
 
@@ -85,4 +85,7 @@ pub(crate) enum Command {
     /// Compare a model's outputs with a reference (files, f32, onnxruntime), emulate TPU
     /// matmul precision, and bisect to the first divergent op.
     Validate(commands::validate::ValidateArgs),
+    /// Diagnose a run from its traces, torch_xla metrics reports and debug logs, and JAX
+    /// compile logs: input-bound steps, recompilations, host syncs, CPU fallbacks, top ops.
+    Profile(commands::profile::ProfileArgs),
 }

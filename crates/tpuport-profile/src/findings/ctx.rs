@@ -67,7 +67,9 @@ impl<'a> Ctx<'a> {
                 return None;
             }
             let text = std::fs::read(c).ok()?;
-            Some(Rc::new(String::from_utf8_lossy(&text).lines().map(str::to_owned).collect::<Vec<_>>()))
+            Some(Rc::new(
+                String::from_utf8_lossy(&text).lines().map(str::to_owned).collect::<Vec<_>>(),
+            ))
         });
         self.sources.borrow_mut().insert(file.to_owned(), lines.clone());
         lines
@@ -111,7 +113,11 @@ pub(crate) struct Sink<'s> {
 }
 
 impl<'s> Sink<'s> {
-    pub(crate) fn new(doc: &'static CodeDoc, cx: &'s Ctx<'s>, out: &'s mut Vec<Finding>) -> Sink<'s> {
+    pub(crate) fn new(
+        doc: &'static CodeDoc,
+        cx: &'s Ctx<'s>,
+        out: &'s mut Vec<Finding>,
+    ) -> Sink<'s> {
         Sink { doc, cx, out }
     }
 

@@ -18,7 +18,8 @@ pub fn code_page(doc: &CodeDoc) -> String {
     let _ = writeln!(out, "# {} ({})\n", doc.name, doc.code);
     let _ = writeln!(out, "Family: {} · Default severity: {}\n", doc.family(), doc.severity);
     if !doc.check_rules.is_empty() {
-        let links: Vec<String> = doc.check_rules.iter().map(|c| format!("[{c}](../rules/{c}.md)")).collect();
+        let links: Vec<String> =
+            doc.check_rules.iter().map(|c| format!("[{c}](../rules/{c}.md)")).collect();
         let _ = writeln!(out, "Found before a run by `tpuport check`: {}\n", links.join(", "));
     }
     let _ = writeln!(out, "Derived from `{}`.\n", doc.source);

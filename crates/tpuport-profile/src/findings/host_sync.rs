@@ -109,7 +109,7 @@ impl Rule for HostSync {
         if !located {
             metrics(cx, sink);
         }
-        traces(cx, sink);
+        traces(cx, sink, located);
     }
 }
 
@@ -155,12 +155,14 @@ fn metrics(cx: &Ctx<'_>, sink: &mut Sink<'_>) {
     }
 }
 
-fn traces(cx: &Ctx<'_>, sink: &mut Sink<'_>) {
+/// Trace syncs; those without a Python line are left out when a debug log already located the
+/// reads (the same run's trace and log in one folder).
+fn traces(cx: &Ctx<'_>, sink: &mut Sink<'_>, located: bool) {
     for (path, t) in &cx.ev.traces {
         let steps = (!t.steps.is_empty()).then_some(t.steps.len() as u64);
         for s in &t.syncs {
             let enough = s.count >= 2 && steps.is_none_or(|n| s.count * 2 >= n);
-            if !enough {
+            if !enough || (located && s.frame.is_none()) {
                 continue;
             }
             let at = s.frame.as_ref().map_or_else(|| "an unknown line (no Python frames in the trace)".to_owned(), ToString::to_string);

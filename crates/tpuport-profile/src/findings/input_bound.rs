@@ -1,6 +1,6 @@
 //! PRF101: steps that wait for input.
 
-use super::ctx::duration_us;
+use super::ctx::{duration_us, median};
 use super::{Ctx, Draft, Rule, Severity, Sink};
 
 /// Input share (percent of step time) from which a run is "highly" input-bound (xprof).
@@ -21,7 +21,9 @@ profile_rule! {
     /// (`batch`, `data`, `load`, `next`, `iter`, `fetch`, `read`, `sample`, …) count.
     ///
     /// The thresholds are xprof's input-pipeline analyzer's: at least 20% of the step time is
-    /// "highly input-bound" (reported as an error), at least 5% "moderately" (a warning).
+    /// "highly input-bound" (reported as an error), at least 5% "moderately" (a warning). The
+    /// share is the median step's, so that one step in which the process was descheduled
+    /// inside the loader does not decide; steps slow for other reasons are PRF502's.
     ///
     /// ## Why it hurts on TPU
     /// A TPU step is milliseconds. A loader that keeps up with a GPU often cannot keep up with
@@ -52,7 +54,13 @@ impl Rule for InputBound {
             if total <= 0.0 {
                 continue;
             }
-            let pct = 100.0 * input / total;
+            // The median step decides: one step where the process was descheduled inside the
+            // loader must not make a fast pipeline look input-bound.
+            let mut shares: Vec<f64> =
+                t.steps.iter().filter(|s| s.dur_us > 0.0).map(|s| 100.0 * s.input_us / s.dur_us).collect();
+            shares.sort_by(f64::total_cmp);
+            let pct = median(&shares);
+            let overall = 100.0 * input / total;
             let (class, severity) = if pct >= HIGH {
                 ("highly", Severity::Error)
             } else if pct >= MODERATE {
@@ -63,7 +71,7 @@ impl Rule for InputBound {
             let kinds = if t.input.kinds.is_empty() { "data loading".to_owned() } else { t.input.kinds.join(", ") };
             let n = t.steps.len();
             let mut details = vec![format!(
-                "{} of {} over {n} step(s) marked by `{}` was data loading ({kinds})",
+                "{} of {} ({overall:.1}%) over {n} step(s) marked by `{}` was data loading ({kinds})",
                 duration_us(input),
                 duration_us(total),
                 t.step_marker.as_deref().unwrap_or("steps"),
@@ -93,7 +101,7 @@ impl Rule for InputBound {
             sink.emit(Draft {
                 title: format!("{class} input-bound: {pct:.1}% of step time waits for input"),
                 message: format!(
-                    "the program is {} input-bound: {pct:.1}% of the step time is spent waiting for input (xprof's classes: >= {HIGH}% highly, >= {MODERATE}% moderately)",
+                    "the program is {} input-bound: the median step spends {pct:.1}% of its time waiting for input (xprof's classes: >= {HIGH}% highly, >= {MODERATE}% moderately)",
                     class.to_ascii_uppercase()
                 ),
                 location,

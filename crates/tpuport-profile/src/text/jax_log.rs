@@ -143,7 +143,8 @@ impl JaxLogParser {
             self.seen = true;
             let module = &line[i + "Compiling ".len()..i + j];
             let rest = &line[i + j + " with global shapes and types ".len()..];
-            let shapes = rest.split(". Argument mapping").next().unwrap_or(rest).trim_end_matches('.');
+            let shapes =
+                rest.split(". Argument mapping").next().unwrap_or(rest).trim_end_matches('.');
             self.log.compiles.push(JaxCompile {
                 function: function_name(module),
                 shapes: shapes.to_owned(),
@@ -153,13 +154,20 @@ impl JaxLogParser {
             return;
         }
         if let Some(i) = line.find("Finished XLA compilation of ")
-            && let Some((fun, t)) = line[i + "Finished XLA compilation of ".len()..].rsplit_once(" in ")
+            && let Some((fun, t)) =
+                line[i + "Finished XLA compilation of ".len()..].rsplit_once(" in ")
         {
             self.seen = true;
             let t = seconds(t);
             self.log.compile_s += t.unwrap_or(0.0);
             let fun = function_name(fun);
-            if let Some(c) = self.log.compiles.iter_mut().rev().find(|c| c.function == fun && c.compile_s.is_none()) {
+            if let Some(c) = self
+                .log
+                .compiles
+                .iter_mut()
+                .rev()
+                .find(|c| c.function == fun && c.compile_s.is_none())
+            {
                 c.compile_s = t;
             }
             return;

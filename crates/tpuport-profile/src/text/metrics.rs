@@ -101,7 +101,8 @@ impl MetricsReport {
     /// CPU fallback counters (`aten::…`), largest first.
     #[must_use]
     pub fn fallbacks(&self) -> Vec<&Counter> {
-        let mut v: Vec<&Counter> = self.counters.iter().filter(|c| c.name.starts_with("aten::")).collect();
+        let mut v: Vec<&Counter> =
+            self.counters.iter().filter(|c| c.name.starts_with("aten::")).collect();
         v.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.name.cmp(&b.name)));
         v
     }
@@ -136,7 +137,13 @@ impl MetricsParser {
             if self.report.metrics.iter().any(|m| m.name == name) {
                 self.restart();
             }
-            self.report.metrics.push(Metric { name: name.to_owned(), samples: 0, accumulator: None, percentiles: Vec::new(), line: no });
+            self.report.metrics.push(Metric {
+                name: name.to_owned(),
+                samples: 0,
+                accumulator: None,
+                percentiles: Vec::new(),
+                line: no,
+            });
             self.current = Current::Metric;
             return;
         }

@@ -6,11 +6,11 @@
 //! Compilation Analysis: ================================================================================
 //! Compilation Analysis: Compilation Cause
 //! Compilation Analysis:   most likely user code trying to access tensor value before torch_xla.sync
-//! Compilation Analysis: Graph Info: 
+//! Compilation Analysis: Graph Info:
 //! Compilation Analysis:   Graph Hash: c74c3b91b855b2b123f833b0d5f86943
 //! Compilation Analysis:   Number of Graph Inputs: 35
 //! Compilation Analysis:   Number of Graph Outputs: 107
-//! Compilation Analysis: Python Frame Triggered Execution: 
+//! Compilation Analysis: Python Frame Triggered Execution:
 //! Compilation Analysis:   train_loop_fn (/path/train.py:48)
 //! Compilation Analysis: --------------------------------------------------------------------------------
 //! ```
@@ -50,7 +50,8 @@ impl Cause {
     /// Reads a cause line in any documented spelling.
     #[must_use]
     pub fn parse(s: &str) -> Cause {
-        let norm = s.trim().replace('`', "").replace("()", "").replace("mark_step", "torch_xla.sync");
+        let norm =
+            s.trim().replace('`', "").replace("()", "").replace("mark_step", "torch_xla.sync");
         let n = norm.as_str();
         if n.starts_with("most likely user code trying to access tensor value") {
             Cause::TensorValueAccess
@@ -77,7 +78,9 @@ impl Cause {
     #[must_use]
     pub fn text(&self) -> &str {
         match self {
-            Cause::TensorValueAccess => "most likely user code trying to access tensor value before torch_xla.sync",
+            Cause::TensorValueAccess => {
+                "most likely user code trying to access tensor value before torch_xla.sync"
+            }
             Cause::UserSync => "user torch_xla.sync",
             Cause::ParallelLoaderStepEnd => "torch_xla.sync in parallel loader at step end",
             Cause::StepTraceExit => "torch_xla.sync when exiting a profiler StepTrace region",
@@ -307,10 +310,14 @@ impl XlaDebugParser {
             w.compile_too_frequent = counts(rest).or(w.compile_too_frequent);
         } else if let Some(rest) = body.strip_prefix("TransferFromDeviceTime too frequent: ") {
             w.transfer_too_frequent = counts(rest).or(w.transfer_too_frequent);
-        } else if let Some(rest) = body.strip_prefix("CompileTime too slow: longest instance took ") {
-            w.compile_too_slow = Some(rest.split(". ").next().unwrap_or(rest).trim_end_matches('.').to_owned());
-        } else if let Some(rest) = body.strip_prefix("ExecuteTime too slow: longest instance took ") {
-            w.execute_too_slow = Some(rest.split(". ").next().unwrap_or(rest).trim_end_matches('.').to_owned());
+        } else if let Some(rest) = body.strip_prefix("CompileTime too slow: longest instance took ")
+        {
+            w.compile_too_slow =
+                Some(rest.split(". ").next().unwrap_or(rest).trim_end_matches('.').to_owned());
+        } else if let Some(rest) = body.strip_prefix("ExecuteTime too slow: longest instance took ")
+        {
+            w.execute_too_slow =
+                Some(rest.split(". ").next().unwrap_or(rest).trim_end_matches('.').to_owned());
         } else if let Some(rest) = body.strip_prefix("Op(s) not lowered: ") {
             let list = rest.split("Please open").next().unwrap_or(rest);
             for op in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -357,11 +364,22 @@ mod tests {
             assert_eq!(Cause::parse(s), Cause::TensorValueAccess, "{s}");
         }
         assert_eq!(Cause::parse("user mark_step"), Cause::UserSync);
-        assert_eq!(Cause::parse("mark_step in parallel loader at step end"), Cause::ParallelLoaderStepEnd);
-        assert_eq!(Cause::parse("`torch_xla.sync()` in parallel loader at step end"), Cause::ParallelLoaderStepEnd);
-        assert_eq!(Cause::parse("mark_step when exiting a profiler StepTrace region"), Cause::StepTraceExit);
         assert_eq!(
-            Cause::parse("torch_xla.compile clear the pending graph prior calling the target function"),
+            Cause::parse("mark_step in parallel loader at step end"),
+            Cause::ParallelLoaderStepEnd
+        );
+        assert_eq!(
+            Cause::parse("`torch_xla.sync()` in parallel loader at step end"),
+            Cause::ParallelLoaderStepEnd
+        );
+        assert_eq!(
+            Cause::parse("mark_step when exiting a profiler StepTrace region"),
+            Cause::StepTraceExit
+        );
+        assert_eq!(
+            Cause::parse(
+                "torch_xla.compile clear the pending graph prior calling the target function"
+            ),
             Cause::TorchXlaCompile
         );
         assert_eq!(Cause::parse("something new"), Cause::Other("something new".to_owned()));

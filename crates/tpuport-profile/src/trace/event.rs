@@ -8,8 +8,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 
 /// A scalar JSON value kept as text: strings borrowed, numbers and booleans formatted.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +82,10 @@ impl<'de> Deserialize<'de> for Micros {
                 Ok(Micros(v as f64))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Micros, E> {
-                v.trim().parse().map(Micros).map_err(|_| E::custom(format!("`{v}` is not a number")))
+                v.trim()
+                    .parse()
+                    .map(Micros)
+                    .map_err(|_| E::custom(format!("`{v}` is not a number")))
             }
         }
         d.deserialize_any(V)

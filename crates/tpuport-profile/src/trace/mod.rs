@@ -263,8 +263,24 @@ fn step_number(name: &str) -> Option<i64> {
 /// where no loader event exists: a JAX loop over a Python generator).
 fn looks_like_input(func: &str) -> bool {
     const WORDS: &[&str] = &[
-        "batch", "data", "load", "next", "iter", "fetch", "read", "prefetch", "sample", "shard",
-        "token", "augment", "transform", "collate", "getitem", "input", "queue", "decode",
+        "batch",
+        "data",
+        "load",
+        "next",
+        "iter",
+        "fetch",
+        "read",
+        "prefetch",
+        "sample",
+        "shard",
+        "token",
+        "augment",
+        "transform",
+        "collate",
+        "getitem",
+        "input",
+        "queue",
+        "decode",
     ];
     let f = func.to_ascii_lowercase();
     WORDS.iter().any(|w| f.contains(w))
@@ -310,7 +326,8 @@ impl Analyzer {
     }
 
     fn pass_one(&mut self, raw: &[u8]) -> Result<(), String> {
-        let e: RawEvent<'_> = serde_json::from_slice(raw).map_err(|err| format!("bad trace event: {err}"))?;
+        let e: RawEvent<'_> =
+            serde_json::from_slice(raw).map_err(|err| format!("bad trace event: {err}"))?;
         let pid = self.intern(e.pid.as_ref().map(event::Text::as_str));
         let tid = self.intern(e.tid.as_ref().map(event::Text::as_str));
         let key = thread_key(pid, tid);
@@ -388,7 +405,10 @@ impl Analyzer {
         let idx = match self.op_index.get(name) {
             Some(&i) => i,
             None if self.ops.len() < MAX_OPS => {
-                self.ops.push((name.to_owned(), OpAgg { module: module.map(str::to_owned), ..OpAgg::default() }));
+                self.ops.push((
+                    name.to_owned(),
+                    OpAgg { module: module.map(str::to_owned), ..OpAgg::default() },
+                ));
                 self.op_index.insert(name.to_owned(), self.ops.len() - 1);
                 self.ops.len() - 1
             }
@@ -444,7 +464,14 @@ impl Analyzer {
 
         // Steps.
         if let Some(n) = step_number(v.name) {
-            let m = StepMark { num: Some(n), thread: key, start: v.ts, end, host: true, label: "ProfilerStep#N".to_owned() };
+            let m = StepMark {
+                num: Some(n),
+                thread: key,
+                start: v.ts,
+                end,
+                host: true,
+                label: "ProfilerStep#N".to_owned(),
+            };
             push_capped(&mut self.marks, m, &mut self.capped, "steps");
             return;
         }
@@ -500,7 +527,12 @@ impl Analyzer {
             if !self.input_kinds.iter().any(|k| k == kind) {
                 self.input_kinds.push(kind.to_owned());
             }
-            push_capped(&mut self.input_spans, Span { thread: key, start: v.ts, end }, &mut self.capped, "input spans");
+            push_capped(
+                &mut self.input_spans,
+                Span { thread: key, start: v.ts, end },
+                &mut self.capped,
+                "input spans",
+            );
             if kind == "DataLoader" {
                 let p = Probe { thread: key, ts: v.ts, op: INPUT_PROBE, best: None };
                 push_capped(&mut self.probes, p, &mut self.capped, "probes");
@@ -522,12 +554,25 @@ impl Analyzer {
                     self.sync_ops.len() - 1
                 }
             };
-            push_capped(&mut self.probes, Probe { thread: key, ts: v.ts, op, best: None }, &mut self.capped, "probes");
+            push_capped(
+                &mut self.probes,
+                Probe { thread: key, ts: v.ts, op, best: None },
+                &mut self.capped,
+                "probes",
+            );
         }
 
         // Compilation.
-        if v.name == "XLAGraphExecutor::Compile" || v.name.ends_with("Client::Compile") || v.name == "backend_compile" {
-            push_capped(&mut self.compile_spans, Span { thread: key, start: v.ts, end }, &mut self.capped, "compiles");
+        if v.name == "XLAGraphExecutor::Compile"
+            || v.name.ends_with("Client::Compile")
+            || v.name == "backend_compile"
+        {
+            push_capped(
+                &mut self.compile_spans,
+                Span { thread: key, start: v.ts, end },
+                &mut self.capped,
+                "compiles",
+            );
             if let Some(h) = v.graph_hash
                 && (self.graph_hashes.len() < MAX_OPS || self.graph_hashes.contains_key(h))
             {
@@ -552,7 +597,9 @@ impl Analyzer {
 
     fn top(&mut self, key: &str, value: &[u8]) {
         match key {
-            "schemaVersion" | "traceName" | "baseTimeNanoseconds" | "deviceProperties" => self.kineto_keys = true,
+            "schemaVersion" | "traceName" | "baseTimeNanoseconds" | "deviceProperties" => {
+                self.kineto_keys = true
+            }
             "metadata" => {
                 if memchr::memmem::find(value, b"highres-ticks").is_some() {
                     self.tsl_keys = true;
@@ -564,7 +611,8 @@ impl Analyzer {
 
     /// Whether a second pass over Python events would add anything.
     fn wants_frames(&self) -> bool {
-        self.python_events > 0 && (!self.probes.is_empty() || !self.input_spans.is_empty() || !self.gaps.is_empty())
+        self.python_events > 0
+            && (!self.probes.is_empty() || !self.input_spans.is_empty() || !self.gaps.is_empty())
     }
 
     /// After pass one: closes open host ops, sorts records and finds the gaps between host step
@@ -579,11 +627,15 @@ impl Analyzer {
         self.input_spans.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.start.total_cmp(&b.start)));
         // Gaps: only between annotations that do not cover the whole iteration (TSL step
         // annotations inside the loop body), never between `ProfilerStep#N` spans.
-        let host: Vec<&StepMark> = self.marks.iter().filter(|m| m.host && m.label != "ProfilerStep#N").collect();
+        let host: Vec<&StepMark> =
+            self.marks.iter().filter(|m| m.host && m.label != "ProfilerStep#N").collect();
         let mut gaps = Vec::new();
         for w in host.windows(2) {
             if w[1].start > w[0].end && w[0].thread == w[1].thread {
-                gaps.push((Span { thread: w[0].thread, start: w[0].end, end: w[1].start }, Vec::new()));
+                gaps.push((
+                    Span { thread: w[0].thread, start: w[0].end, end: w[1].start },
+                    Vec::new(),
+                ));
             }
         }
         gaps.sort_by(|a, b| a.0.thread.cmp(&b.0.thread).then(a.0.start.total_cmp(&b.0.start)));
@@ -592,10 +644,13 @@ impl Analyzer {
 
     fn pass_two(&mut self, raw: &[u8]) -> Result<(), String> {
         // Cheap filter: only Python events matter here.
-        if memchr::memmem::find(raw, b"python_function").is_none() && memchr::memmem::find(raw, b"\"$").is_none() {
+        if memchr::memmem::find(raw, b"python_function").is_none()
+            && memchr::memmem::find(raw, b"\"$").is_none()
+        {
             return Ok(());
         }
-        let e: RawEvent<'_> = serde_json::from_slice(raw).map_err(|err| format!("bad trace event: {err}"))?;
+        let e: RawEvent<'_> =
+            serde_json::from_slice(raw).map_err(|err| format!("bad trace event: {err}"))?;
         if e.ph() != "X" || !(e.cat() == "python_function" || e.name().starts_with('$')) {
             return Ok(());
         }
@@ -608,7 +663,8 @@ impl Analyzer {
         let key = thread_key(pid, tid);
         let ts = e.ts.map_or(0.0, |t| t.0);
         let end = ts + e.dur.map_or(0.0, |d| d.0.max(0.0));
-        let own = frames::parse_kineto_function(e.name()).or_else(|| frames::parse_tsl_function(e.name()));
+        let own = frames::parse_kineto_function(e.name())
+            .or_else(|| frames::parse_tsl_function(e.name()));
         let caller = e
             .args
             .as_ref()
@@ -624,7 +680,8 @@ impl Analyzer {
             _ => None,
         };
         if let Some(site) = site {
-            let lo = self.probes.partition_point(|p| p.thread < key || (p.thread == key && p.ts < ts));
+            let lo =
+                self.probes.partition_point(|p| p.thread < key || (p.thread == key && p.ts < ts));
             let mut hits = Vec::new();
             for (i, p) in self.probes[lo..].iter().enumerate() {
                 if p.thread != key || p.ts > end {
@@ -645,24 +702,30 @@ impl Analyzer {
         // Time of user functions inside data-loading spans and inter-step gaps.
         if let Some(own) = own.filter(Frame::is_user) {
             let mut inside = 0.0;
-            let lo = self.input_spans.partition_point(|s| s.thread < key || (s.thread == key && s.end < ts));
+            let lo = self
+                .input_spans
+                .partition_point(|s| s.thread < key || (s.thread == key && s.end < ts));
+            // Only functions that run inside a span count (not `main`, which encloses them all).
             for s in &self.input_spans[lo..] {
                 if s.thread != key || s.start > end {
                     break;
                 }
-                inside += (end.min(s.end) - ts.max(s.start)).max(0.0);
+                if ts >= s.start && end <= s.end {
+                    inside += end - ts;
+                }
             }
             let named_input = own.function.as_deref().is_some_and(looks_like_input);
             if named_input {
-                let lo = self.gaps.partition_point(|(g, _)| g.thread < key || (g.thread == key && g.end < ts));
+                let lo = self
+                    .gaps
+                    .partition_point(|(g, _)| g.thread < key || (g.thread == key && g.end < ts));
                 for (g, merged) in &mut self.gaps[lo..] {
                     if g.thread != key || g.start > end {
                         break;
                     }
-                    let (a, b) = (ts.max(g.start), end.min(g.end));
-                    if b > a {
-                        inside += b - a;
-                        add_interval(merged, a, b);
+                    if ts >= g.start && end <= g.end && end > ts {
+                        inside += end - ts;
+                        add_interval(merged, ts, end);
                     }
                 }
             }
@@ -692,10 +755,16 @@ impl Analyzer {
                 Some(next) if next.start > m.start => next.start.max(m.end.min(next.start)),
                 _ => m.end,
             };
-            steps.push(Step { num: m.num, start_us: m.start, dur_us: (end - m.start).max(0.0), input_us: 0.0 });
+            steps.push(Step {
+                num: m.num,
+                start_us: m.start,
+                dur_us: (end - m.start).max(0.0),
+                input_us: 0.0,
+            });
         }
         // Input time per step: named input spans and input-like frames in gaps, each unioned.
-        let mut input_iv: Vec<(f64, f64)> = self.input_spans.iter().map(|s| (s.start, s.end)).collect();
+        let mut input_iv: Vec<(f64, f64)> =
+            self.input_spans.iter().map(|s| (s.start, s.end)).collect();
         for (_, merged) in &self.gaps {
             input_iv.extend(merged.iter().copied());
         }
@@ -707,8 +776,11 @@ impl Analyzer {
             s.input_us = overlap(&input_iv, s.start_us, s.start_us + s.dur_us);
         }
 
-        let mut functions: Vec<(Frame, f64)> =
-            self.input_fn_time.iter().map(|(&fid, &t)| (self.frames[fid as usize].clone(), t)).collect();
+        let mut functions: Vec<(Frame, f64)> = self
+            .input_fn_time
+            .iter()
+            .map(|(&fid, &t)| (self.frames[fid as usize].clone(), t))
+            .collect();
         functions.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         functions.truncate(5);
         let mut sites: HashMap<u32, u64> = HashMap::new();
@@ -722,9 +794,14 @@ impl Analyzer {
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
             .map(|(&fid, _)| self.frames[fid as usize].clone());
 
-        // Syncs grouped by (op, frame).
+        // Syncs grouped by (op, frame). torch_xla's `TransferFromDevice` wraps the buffer's
+        // `ToLiteral`: count the outer event only.
+        let has_transfer = self.sync_ops.iter().any(|o| o.ends_with("::TransferFromDevice"));
+        let counted = |op: usize| {
+            op != INPUT_PROBE && !(has_transfer && self.sync_ops[op].ends_with("::ToLiteral"))
+        };
         let mut groups: HashMap<(usize, Option<u32>), u64> = HashMap::new();
-        for p in self.probes.iter().filter(|p| p.op != INPUT_PROBE) {
+        for p in self.probes.iter().filter(|p| counted(p.op)) {
             *groups.entry((p.op, p.best.map(|b| b.1))).or_default() += 1;
         }
         let mut syncs: Vec<SyncSite> = groups
@@ -735,7 +812,9 @@ impl Analyzer {
                 frame: fid.map(|f| self.frames[f as usize].clone()),
             })
             .collect();
-        syncs.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frame.cmp(&b.frame)).then_with(|| a.op.cmp(&b.op)));
+        syncs.sort_by(|a, b| {
+            b.count.cmp(&a.count).then_with(|| a.frame.cmp(&b.frame)).then_with(|| a.op.cmp(&b.op))
+        });
 
         let op_domain = if self.device_ops {
             Some(OpDomain::Device)
@@ -761,10 +840,16 @@ impl Analyzer {
             total_us: compile_iv.iter().map(|(a, b)| b - a).sum(),
             graph_hashes,
         };
-        let mut notes: Vec<String> =
-            self.capped.iter().map(|c| format!("only the first {MAX_RECORDS} {c} were kept")).collect();
+        let mut notes: Vec<String> = self
+            .capped
+            .iter()
+            .map(|c| format!("only the first {MAX_RECORDS} {c} were kept"))
+            .collect();
         if stats.truncated {
-            notes.push("the trace ends before its event array does (read to the last complete event)".to_owned());
+            notes.push(
+                "the trace ends before its event array does (read to the last complete event)"
+                    .to_owned(),
+            );
         }
         TraceSummary {
             producer,
@@ -821,7 +906,9 @@ fn overlap(iv: &[(f64, f64)], lo: f64, hi: f64) -> f64 {
 /// Spans not nested inside another span of the same thread.
 fn count_outermost(spans: &[Span]) -> u64 {
     let mut v: Vec<&Span> = spans.iter().collect();
-    v.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.start.total_cmp(&b.start)).then(b.end.total_cmp(&a.end)));
+    v.sort_by(|a, b| {
+        a.thread.cmp(&b.thread).then(a.start.total_cmp(&b.start)).then(b.end.total_cmp(&a.end))
+    });
     let mut n = 0;
     let mut cur: Option<(u64, f64)> = None;
     for s in v {
@@ -878,7 +965,12 @@ mod tests {
 
     fn read(json: &str) -> TraceSummary {
         let owned = json.to_owned();
-        read_trace(move || Ok(Box::new(std::io::Cursor::new(owned.clone().into_bytes()))), 1 << 20, 10).unwrap()
+        read_trace(
+            move || Ok(Box::new(std::io::Cursor::new(owned.clone().into_bytes()))),
+            1 << 20,
+            10,
+        )
+        .unwrap()
     }
 
     #[test]

@@ -61,7 +61,11 @@ struct Scanner<R> {
 
 /// Scans `src` (decompressed JSON text), calling `sink` for top-level keys and events. Events
 /// larger than `limit` bytes are an error.
-pub(crate) fn scan<R: Read>(src: R, limit: usize, sink: &mut dyn Sink) -> Result<ScanStats, ScanError> {
+pub(crate) fn scan<R: Read>(
+    src: R,
+    limit: usize,
+    sink: &mut dyn Sink,
+) -> Result<ScanStats, ScanError> {
     let mut s = Scanner {
         src,
         buf: vec![0; CHUNK],
@@ -87,7 +91,10 @@ pub(crate) fn scan<R: Read>(src: R, limit: usize, sink: &mut dyn Sink) -> Result
             s.object(sink, &mut stats)?;
         }
         Some(b) => {
-            return Err(s.err(format!("expected `{{` or `[` at the start of a trace, found `{}`", char::from(b))));
+            return Err(s.err(format!(
+                "expected `{{` or `[` at the start of a trace, found `{}`",
+                char::from(b)
+            )));
         }
         None => return Err(s.err("the file is empty".to_owned())),
     }
@@ -239,7 +246,9 @@ impl<R: Read> Scanner<R> {
                     return Ok(());
                 }
                 Some(b'"') => {}
-                Some(b) => return Err(self.err(format!("expected a key, found `{}`", char::from(b)))),
+                Some(b) => {
+                    return Err(self.err(format!("expected a key, found `{}`", char::from(b))));
+                }
                 None => {
                     stats.truncated = true;
                     return Ok(());
@@ -283,7 +292,10 @@ impl<R: Read> Scanner<R> {
                     return Ok(());
                 }
                 Some(b) => {
-                    return Err(self.err(format!("expected `,` or `}}` after `{key}`, found `{}`", char::from(b))));
+                    return Err(self.err(format!(
+                        "expected `,` or `}}` after `{key}`, found `{}`",
+                        char::from(b)
+                    )));
                 }
                 None => {
                     stats.truncated = true;
@@ -325,7 +337,10 @@ impl<R: Read> Scanner<R> {
                     return Ok(());
                 }
                 Some(b) => {
-                    return Err(self.err(format!("expected `,` or `]` between events, found `{}`", char::from(b))));
+                    return Err(self.err(format!(
+                        "expected `,` or `]` between events, found `{}`",
+                        char::from(b)
+                    )));
                 }
                 None => {
                     stats.truncated = true;

@@ -39,9 +39,27 @@ impl CodeRegistry for AuditCodes {
     }
 }
 
+/// The `tpuport profile` findings (`PRFnnn`).
+struct ProfileCodes;
+
+impl CodeRegistry for ProfileCodes {
+    fn name(&self) -> &'static str {
+        "profile"
+    }
+    fn explain(&self, code: &str) -> Option<String> {
+        tpuport_profile::findings::lookup(code).map(tpuport_profile::findings::docs::code_page)
+    }
+    fn list(&self) -> Vec<(String, String)> {
+        tpuport_profile::findings::registry()
+            .iter()
+            .map(|d| (d.code.to_owned(), format!("{} — {}", d.name, d.summary())))
+            .collect()
+    }
+}
+
 /// Every source of code documentation, tried in order.
 fn registries() -> Vec<Box<dyn CodeRegistry>> {
-    vec![Box::new(LintCodes), Box::new(AuditCodes)]
+    vec![Box::new(LintCodes), Box::new(AuditCodes), Box::new(ProfileCodes)]
 }
 
 pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {

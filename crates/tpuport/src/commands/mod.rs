@@ -12,6 +12,7 @@ pub(crate) mod inspect;
 pub(crate) mod lower;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
+pub(crate) mod profile;
 pub(crate) mod run;
 pub(crate) mod validate;
 
@@ -56,6 +57,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Explain(a) => explain::run(&a, global, p),
         Command::Conformance(a) => conformance::run(&a, global, p),
         Command::Validate(a) => validate::run(&a, global, p),
+        Command::Profile(a) => profile::run(&a, global, p),
     }
 }
 
