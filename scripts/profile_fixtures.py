@@ -48,7 +48,7 @@ def plants(path):
     out = {}
     for i, line in enumerate(path.read_text().splitlines(), 1):
         if "# PLANT: " in line:
-            out[line.split("# PLANT: ", 1)[1].strip()] = i
+            out[line.split("# PLANT: ", 1)[1].split()[0]] = i
     return out
 
 

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 
-@jax.jit
-def step(w, x):  # PLANT: jit-fn
+@jax.jit  # PLANT: jit-fn (JAX reports a decorated function's first line, the decorator)
+def step(w, x):
     return w - 0.01 * jax.grad(lambda w: jnp.mean((x @ w) ** 2))(w)
 
 

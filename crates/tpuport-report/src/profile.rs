@@ -51,7 +51,7 @@ fn finding(s: &mut String, f: &Finding) {
     }
     let _ = writeln!(s, "  = {}", f.message);
     for d in &f.details {
-        let _ = writeln!(s, "  = {d}");
+        let _ = writeln!(s, "  = {}", clip(d));
     }
     for r in &f.related {
         let _ = writeln!(s, "  = see also {r}");
@@ -66,6 +66,18 @@ fn finding(s: &mut String, f: &Finding) {
     for e in &f.evidence {
         let _ = writeln!(s, "  = from {}", e.display());
     }
+}
+
+/// Most characters of one detail line (C++ kernel names run to thousands).
+const MAX_DETAIL: usize = 160;
+
+fn clip(s: &str) -> String {
+    if s.chars().count() <= MAX_DETAIL {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(MAX_DETAIL - 1).collect();
+    out.push('…');
+    out
 }
 
 fn level(sev: Severity) -> &'static str {

@@ -71,3 +71,43 @@ pub fn position_checksum(b: &[u8]) -> u64 {
         .map(|(i, &x)| u64::from(x) * (i as u64 % 251 + 1))
         .fold(0, u64::wrapping_add)
 }
+
+/// Environment variable that makes generated-docs tests rewrite their folder instead of comparing.
+pub const UPDATE_DOCS_ENV: &str = "TPUPORT_UPDATE_DOCS";
+
+/// Compares generated doc pages with the Markdown files in `<repo>/<dir>` (same names, same
+/// contents, no extra `.md` files), or rewrites the folder when [`UPDATE_DOCS_ENV`] is set.
+/// `regenerate` is the command a failure message tells the user to run.
+pub fn check_generated_docs(dir: &str, files: &[(String, String)], regenerate: &str) {
+    let dir = repo_root().join(dir);
+    let is_md = |p: &Path| p.extension().is_some_and(|e| e == "md");
+    if std::env::var_os(UPDATE_DOCS_ENV).is_some() {
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if is_md(&p) && !files.iter().any(|(n, _)| *n == name) {
+                std::fs::remove_file(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            }
+        }
+        for (name, text) in files {
+            let tmp = dir.join(format!(".{name}.tmp"));
+            std::fs::write(&tmp, text).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
+            std::fs::rename(&tmp, dir.join(name)).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
+        return;
+    }
+    let stale: Vec<&str> = files
+        .iter()
+        .filter(|(name, text)| std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(text.as_str()))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let on_disk = std::fs::read_dir(&dir)
+        .map_or(0, |d| d.flatten().filter(|e| is_md(&e.path())).count());
+    assert!(
+        stale.is_empty() && on_disk == files.len(),
+        "{} is stale ({stale:?}, {on_disk} files on disk for {} generated): run `{regenerate}`",
+        dir.display(),
+        files.len()
+    );
+}

@@ -164,6 +164,44 @@ struct StepMark {
     label: String,
 }
 
+/// Op time by name, capped at [`MAX_OPS`] names.
+#[derive(Debug, Default)]
+struct OpTable {
+    index: HashMap<String, usize>,
+    ops: Vec<(String, OpAgg)>,
+}
+
+impl OpTable {
+    fn add(&mut self, name: &str, module: Option<&str>, dur: f64, capped: &mut Vec<&'static str>) -> usize {
+        let idx = match self.index.get(name) {
+            Some(&i) => i,
+            None if self.ops.len() < MAX_OPS => {
+                self.ops.push((name.to_owned(), OpAgg { module: module.map(str::to_owned), ..OpAgg::default() }));
+                self.index.insert(name.to_owned(), self.ops.len() - 1);
+                self.ops.len() - 1
+            }
+            None => {
+                if !capped.contains(&"op names") {
+                    capped.push("op names");
+                }
+                let other = "(other ops)";
+                match self.index.get(other) {
+                    Some(&i) => i,
+                    None => {
+                        self.ops.push((other.to_owned(), OpAgg::default()));
+                        self.index.insert(other.to_owned(), self.ops.len() - 1);
+                        self.ops.len() - 1
+                    }
+                }
+            }
+        };
+        let agg = &mut self.ops[idx].1;
+        agg.count += 1;
+        agg.total += dur;
+        idx
+    }
+}
+
 #[derive(Debug, Default)]
 struct OpAgg {
     module: Option<String>,
@@ -233,10 +271,8 @@ pub(crate) struct Analyzer {
     marks: Vec<StepMark>,
     input_spans: Vec<Span>,
     input_kinds: Vec<String>,
-    op_index: HashMap<String, usize>,
-    ops: Vec<(String, OpAgg)>,
-    device_ops: bool,
-    host_ops: bool,
+    device_ops: OpTable,
+    host_ops: OpTable,
     open: HashMap<u64, Vec<Open>>,
     sync_ops: Vec<String>,
     probes: Vec<Probe>,
@@ -401,36 +437,10 @@ impl Analyzer {
         Ok(())
     }
 
-    fn add_op(&mut self, name: &str, module: Option<&str>, dur: f64) -> usize {
-        let idx = match self.op_index.get(name) {
-            Some(&i) => i,
-            None if self.ops.len() < MAX_OPS => {
-                self.ops.push((
-                    name.to_owned(),
-                    OpAgg { module: module.map(str::to_owned), ..OpAgg::default() },
-                ));
-                self.op_index.insert(name.to_owned(), self.ops.len() - 1);
-                self.ops.len() - 1
-            }
-            None => {
-                if !self.capped.contains(&"op names") {
-                    self.capped.push("op names");
-                    self.ops.push(("(other ops)".to_owned(), OpAgg::default()));
-                    self.op_index.insert("(other ops)".to_owned(), self.ops.len() - 1);
-                }
-                self.op_index["(other ops)"]
-            }
-        };
-        let agg = &mut self.ops[idx].1;
-        agg.count += 1;
-        agg.total += dur;
-        idx
-    }
-
     /// Kineto `cpu_op` self time: closes the ops on this thread that ended before `ts`, then
     /// charges this op's time to its parent.
     fn host_op(&mut self, v: &View<'_>, key: u64) {
-        let idx = self.add_op(v.name, None, 0.0);
+        let idx = self.host_ops.add(v.name, None, 0.0, &mut self.capped);
         let end = v.ts + v.dur;
         let stack = self.open.entry(key).or_default();
         let mut closed = Vec::new();
@@ -450,7 +460,7 @@ impl Analyzer {
         }
         stack.push(Open { end, dur: v.dur, children: 0.0, op: idx });
         for o in closed {
-            self.ops[o.op].1.total += (o.dur - o.children).max(0.0);
+            self.host_ops.ops[o.op].1.total += (o.dur - o.children).max(0.0);
         }
     }
 
@@ -586,11 +596,9 @@ impl Analyzer {
             || (device_proc && (thread == "XLA Ops" || thread == "Async XLA Ops"))
             || matches!(v.cat, "kernel" | "gpu_memcpy" | "gpu_memset");
         if device_op {
-            self.device_ops = true;
             let name = v.hlo_op.unwrap_or(v.name);
-            self.add_op(name, v.hlo_module, v.dur);
+            self.device_ops.add(name, v.hlo_module, v.dur, &mut self.capped);
         } else if v.cat == "cpu_op" {
-            self.host_ops = true;
             self.host_op(v, key);
         }
     }
@@ -620,7 +628,7 @@ impl Analyzer {
     fn end_pass_one(&mut self) {
         let opens: Vec<Open> = self.open.drain().flat_map(|(_, v)| v).collect();
         for o in opens {
-            self.ops[o.op].1.total += (o.dur - o.children).max(0.0);
+            self.host_ops.ops[o.op].1.total += (o.dur - o.children).max(0.0);
         }
         self.marks.sort_by(|a, b| a.start.total_cmp(&b.start));
         self.probes.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.ts.total_cmp(&b.ts)));
@@ -816,15 +824,15 @@ impl Analyzer {
             b.count.cmp(&a.count).then_with(|| a.frame.cmp(&b.frame)).then_with(|| a.op.cmp(&b.op))
         });
 
-        let op_domain = if self.device_ops {
-            Some(OpDomain::Device)
-        } else if self.host_ops {
-            Some(OpDomain::Host)
+        let (op_domain, table) = if !self.device_ops.ops.is_empty() {
+            (Some(OpDomain::Device), self.device_ops)
+        } else if !self.host_ops.ops.is_empty() {
+            (Some(OpDomain::Host), self.host_ops)
         } else {
-            None
+            (None, OpTable::default())
         };
-        let op_total_us = self.ops.iter().map(|(_, a)| a.total).sum();
-        let mut ops: Vec<OpTime> = self
+        let op_total_us = table.ops.iter().map(|(_, a)| a.total).sum();
+        let mut ops: Vec<OpTime> = table
             .ops
             .into_iter()
             .map(|(name, a)| OpTime { name, module: a.module, count: a.count, total_us: a.total })

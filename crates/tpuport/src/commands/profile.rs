@@ -74,8 +74,9 @@ pub(crate) fn run(a: &ProfileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         }
     }
     let t1 = Instant::now();
-    for e in &errors {
-        p.error(&anyhow::anyhow!("{e}"));
+    let error_lines: Vec<String> = errors.iter().map(|e| chain(e)).collect();
+    for line in &error_lines {
+        p.error(&anyhow::anyhow!("{line}"));
     }
     if inputs.is_empty() {
         anyhow::bail!("nothing to diagnose: no input could be read");
@@ -90,7 +91,7 @@ pub(crate) fn run(a: &ProfileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         schema: tpuport_profile::SCHEMA,
         inputs,
         findings: findings::diagnose(&ev, &dopts),
-        errors: errors.iter().map(ToString::to_string).collect(),
+        errors: error_lines,
     };
     if a.timings {
         super::note_timings(p, t0, t1);
@@ -110,4 +111,16 @@ pub(crate) fn run(a: &ProfileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     };
     let hit = threshold.is_some_and(|t| report.findings.iter().any(|f| f.severity >= t));
     Ok(if hit { Status::Findings } else { Status::Success })
+}
+
+/// An error and its sources on one line (`cannot read `x`: No such file or directory`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
