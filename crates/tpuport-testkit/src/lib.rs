@@ -93,17 +93,20 @@ pub fn check_generated_docs(dir: &str, files: &[(String, String)], regenerate: &
         for (name, text) in files {
             let tmp = dir.join(format!(".{name}.tmp"));
             std::fs::write(&tmp, text).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
-            std::fs::rename(&tmp, dir.join(name)).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            std::fs::rename(&tmp, dir.join(name))
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         }
         return;
     }
     let stale: Vec<&str> = files
         .iter()
-        .filter(|(name, text)| std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(text.as_str()))
+        .filter(|(name, text)| {
+            std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(text.as_str())
+        })
         .map(|(name, _)| name.as_str())
         .collect();
-    let on_disk = std::fs::read_dir(&dir)
-        .map_or(0, |d| d.flatten().filter(|e| is_md(&e.path())).count());
+    let on_disk =
+        std::fs::read_dir(&dir).map_or(0, |d| d.flatten().filter(|e| is_md(&e.path())).count());
     assert!(
         stale.is_empty() && on_disk == files.len(),
         "{} is stale ({stale:?}, {on_disk} files on disk for {} generated): run `{regenerate}`",

@@ -12,8 +12,10 @@ use serde_json::Value;
 
 /// The profile fixture set: `$TPUPORT_PROFILE_FIXTURES`, else `<repo>/.cache/profile-fixtures`.
 fn root() -> PathBuf {
-    let dir = std::env::var_os("TPUPORT_PROFILE_FIXTURES")
-        .map_or_else(|| tpuport_testkit::repo_root().join(".cache/profile-fixtures"), PathBuf::from);
+    let dir = std::env::var_os("TPUPORT_PROFILE_FIXTURES").map_or_else(
+        || tpuport_testkit::repo_root().join(".cache/profile-fixtures"),
+        PathBuf::from,
+    );
     assert!(
         dir.join("manifest.json").is_file(),
         "profile fixtures missing: run `make profile-fixtures` (looked in {})",
@@ -24,7 +26,9 @@ fn root() -> PathBuf {
 
 /// The line of `# PLANT: name` in a workload.
 fn plant(file: &str, name: &str) -> u64 {
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(root().join("manifest.json")).unwrap()).unwrap();
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("manifest.json")).unwrap())
+            .unwrap();
     m["plants"][file][name].as_u64().unwrap_or_else(|| panic!("no plant {name} in {file}"))
 }
 
@@ -33,7 +37,8 @@ fn profile_json(paths: &[&Path]) -> (i32, Value) {
     args.extend(paths.iter().map(|p| p.to_str().unwrap().to_owned()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = common::tpuport(&refs);
-    let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
+    let v: Value = serde_json::from_str(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
     (o.code, v)
 }
 
@@ -61,7 +66,10 @@ fn torch_profiler_slow_loader_and_item() {
     assert_eq!(code, 1);
     let ib = findings(&v, "PRF101");
     assert_eq!(ib.len(), 1, "{v:#}");
-    assert_eq!(ib[0]["severity"], "error", "1 ms of sleep per sample, 64 samples a batch, against a ~20 ms step");
+    assert_eq!(
+        ib[0]["severity"], "error",
+        "1 ms of sleep per sample, 64 samples a batch, against a ~20 ms step"
+    );
     assert_eq!(at(ib[0]), ("torch_loop.py".to_owned(), plant("torch_loop.py", "loader-loop")));
     assert_eq!(ib[0]["related"][0]["line"].as_u64(), Some(plant("torch_loop.py", "loader-fn")));
     assert!(ib[0]["snippet"].as_str().unwrap().starts_with("for x, y in loader:"));
@@ -108,7 +116,8 @@ fn jax_profiler_fast_loader_is_clean() {
 
 #[test]
 fn torch_xla_level2_log_and_metrics() {
-    let (code, v) = profile_json(&[&root().join("xla/dirty/debug.log"), &root().join("xla/dirty/metrics.txt")]);
+    let (code, v) =
+        profile_json(&[&root().join("xla/dirty/debug.log"), &root().join("xla/dirty/metrics.txt")]);
     assert_eq!(code, 1);
     let sync = findings(&v, "PRF301");
     assert_eq!(sync.len(), 1, "{v:#}");
@@ -142,7 +151,13 @@ fn torch_xla_full_debug_names_the_fallback_line() {
 #[test]
 fn torch_xla_folder_with_trace_does_not_repeat_itself() {
     let (_, v) = profile_json(&[&root().join("xla/dirty")]);
-    let kinds: Vec<&str> = v["inputs"].as_array().unwrap().iter().flat_map(|i| i["found"].as_array().unwrap()).map(|s| s.as_str().unwrap()).collect();
+    let kinds: Vec<&str> = v["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["found"].as_array().unwrap())
+        .map(|s| s.as_str().unwrap())
+        .collect();
     for k in ["trace", "metrics", "xla-debug"] {
         assert!(kinds.contains(&k), "{kinds:?}");
     }
@@ -200,7 +215,8 @@ fn whole_fixture_folder_and_sarif() {
 fn explain_profile_codes() {
     let o = common::tpuport(&["explain", "prf101"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let page = std::fs::read_to_string(tpuport_testkit::repo_root().join("docs/profile/PRF101.md")).unwrap();
+    let page = std::fs::read_to_string(tpuport_testkit::repo_root().join("docs/profile/PRF101.md"))
+        .unwrap();
     assert_eq!(o.stdout.trim_end(), page.trim_end());
     let o = common::tpuport(&["explain", "--all"]);
     for code in ["PRF101", "PRF201", "PRF301", "PRF401", "PRF601"] {
@@ -212,8 +228,16 @@ fn explain_profile_codes() {
 fn bad_inputs_fail_with_one_line_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &[u8], &str); 5] = [
-        ("broken.json", br#"{"traceEvents": [{"ph": "X"} {"ph": "X"}]}"#, "byte 29: expected `,` or `]` between events"),
-        ("notes.txt", b"nothing to see here\n", "no metrics report, PT_XLA_DEBUG output or JAX compile log lines"),
+        (
+            "broken.json",
+            br#"{"traceEvents": [{"ph": "X"} {"ph": "X"}]}"#,
+            "byte 29: expected `,` or `]` between events",
+        ),
+        (
+            "notes.txt",
+            b"nothing to see here\n",
+            "no metrics report, PT_XLA_DEBUG output or JAX compile log lines",
+        ),
         ("host.xplane.pb", b"\x0a\x00\x12\x01x", "XSpace protobuf"),
         ("bad.json.gz", b"\x1f\x8b\x08\x00garbage", "cannot decompress"),
         ("event.json", br#"{"traceEvents": [{"name": 12, "ph": []}]}"#, "bad trace event"),
@@ -224,7 +248,11 @@ fn bad_inputs_fail_with_one_line_naming_the_file() {
         let o = common::tpuport(&["profile", p.to_str().unwrap()]);
         assert_eq!(o.code, 2, "{name}: {}", o.stdout);
         let first = o.stderr.lines().next().unwrap_or("");
-        assert!(first.starts_with("error: ") && first.contains(name) && first.contains(want), "{name}: {}", o.stderr);
+        assert!(
+            first.starts_with("error: ") && first.contains(name) && first.contains(want),
+            "{name}: {}",
+            o.stderr
+        );
         assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
     }
     let o = common::tpuport(&["profile", dir.path().join("missing.json").to_str().unwrap()]);
@@ -275,7 +303,9 @@ for step in range(2400):
 out.write("".join(ev))
 out.write("{}]}")
 "#;
-    common::run_python(&format!("{script}\n").replace("sys.argv[1]", &format!("{:?}", p.to_str().unwrap())));
+    common::run_python(
+        &format!("{script}\n").replace("sys.argv[1]", &format!("{:?}", p.to_str().unwrap())),
+    );
     let size = std::fs::metadata(&p).unwrap().len();
     assert!(size > 45_000_000, "{size}");
     let (code, rss) = common::peak_rss_mib(&["profile", "--fail-on", "never", p.to_str().unwrap()]);

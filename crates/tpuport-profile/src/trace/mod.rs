@@ -172,11 +172,20 @@ struct OpTable {
 }
 
 impl OpTable {
-    fn add(&mut self, name: &str, module: Option<&str>, dur: f64, capped: &mut Vec<&'static str>) -> usize {
+    fn add(
+        &mut self,
+        name: &str,
+        module: Option<&str>,
+        dur: f64,
+        capped: &mut Vec<&'static str>,
+    ) -> usize {
         let idx = match self.index.get(name) {
             Some(&i) => i,
             None if self.ops.len() < MAX_OPS => {
-                self.ops.push((name.to_owned(), OpAgg { module: module.map(str::to_owned), ..OpAgg::default() }));
+                self.ops.push((
+                    name.to_owned(),
+                    OpAgg { module: module.map(str::to_owned), ..OpAgg::default() },
+                ));
                 self.index.insert(name.to_owned(), self.ops.len() - 1);
                 self.ops.len() - 1
             }
