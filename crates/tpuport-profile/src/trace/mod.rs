@@ -617,10 +617,8 @@ impl Analyzer {
             "schemaVersion" | "traceName" | "baseTimeNanoseconds" | "deviceProperties" => {
                 self.kineto_keys = true
             }
-            "metadata" => {
-                if memchr::memmem::find(value, b"highres-ticks").is_some() {
-                    self.tsl_keys = true;
-                }
+            "metadata" if memchr::memmem::find(value, b"highres-ticks").is_some() => {
+                self.tsl_keys = true
             }
             _ => {}
         }
