@@ -121,12 +121,28 @@ pub fn is_user_file(file: &str) -> bool {
     {
         return false;
     }
+    let parts: Vec<&str> = norm.split('/').filter(|p| !p.is_empty()).collect();
     if norm.starts_with('/') {
-        return true;
+        // A framework checked out from source (`/workspaces/pytorch/xla/torch_xla/core/…`).
+        return !parts[..parts.len().saturating_sub(1)].iter().any(|p| PACKAGE_DIRS.contains(p));
     }
-    let first = norm.split('/').next().unwrap_or("");
-    !LIBRARY_ROOTS.contains(&first)
+    !parts.first().is_some_and(|first| LIBRARY_ROOTS.contains(first))
 }
+
+/// Package folders that mark a framework's own source inside an absolute path.
+const PACKAGE_DIRS: &[&str] = &[
+    "torch",
+    "torch_xla",
+    "torchvision",
+    "torchaudio",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "transformers",
+    "tensorflow",
+    "keras",
+];
 
 /// `main (/path/train.py:48)` (torch_xla): function, then the location in parentheses.
 #[must_use]
@@ -221,5 +237,7 @@ mod tests {
         assert!(!is_user_file("<frozen os>"));
         assert!(!is_user_file("/venv/lib/python3.11/site-packages/torch_xla/torch_xla.py"));
         assert!(!is_user_file("typing.py"));
+        assert!(!is_user_file("/workspaces/pytorch/xla/torch_xla/core/xla_model.py"));
+        assert!(is_user_file("/workspaces/pytorch/xla/examples/train_resnet_base.py"));
     }
 }

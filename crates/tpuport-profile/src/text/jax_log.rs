@@ -126,7 +126,9 @@ impl JaxLogParser {
         if let Some(i) = line.find("TRACING CACHE MISS at ") {
             self.seen = true;
             let rest = line[i + "TRACING CACHE MISS at ".len()..].trim_end();
+            // `…:27:12 (main):`, or `… (main) because:` before JAX 0.6.
             let site = rest.strip_suffix(':').unwrap_or(rest);
+            let site = site.strip_suffix(" because").unwrap_or(site);
             self.open = Some(CacheMiss {
                 callsite: frames::parse_callsite(site),
                 function: String::new(),
@@ -220,16 +222,24 @@ fn explain_line(m: &mut CacheMiss, t: &str) {
         // `step id=140493088442144 defined at /path/file.py:13`
         m.function = head.split(" id=").next().unwrap_or(head).trim().to_owned();
         m.defined_at = frames::parse_callsite(at);
-    } else if t == "different input types:" {
+    } else if t.starts_with("* at ") {
+        if m.details.len() < 16 {
+            m.details.push(t[2..].to_owned());
+        }
+    } else if t.contains("different input types") {
+        // `different input types:`, or `* key with different input types:` when several
+        // previous keys are closest.
         m.reason = MissReason::InputTypes;
-    } else if t == "different input pytree:" {
+    } else if t.contains("different input pytree") {
         m.reason = MissReason::InputPytree;
-    } else if t.starts_with("Tracing context doesn't match") {
-        m.reason = MissReason::Context;
-    } else if t.starts_with("Debug info doesn't match") {
+    } else if t.starts_with("Tracing context doesn't match")
+        || t.contains("different tracing context")
+    {
+        if m.reason == MissReason::Other {
+            m.reason = MissReason::Context;
+        }
+    } else if t.starts_with("Debug info doesn't match") && m.reason == MissReason::Other {
         m.reason = MissReason::DebugInfo;
-    } else if t.starts_with("* ") && m.details.len() < 16 {
-        m.details.push(t[2..].to_owned());
     }
 }
 
@@ -257,5 +267,21 @@ W0610 23:50:27.1 1234 partial_eval.py:1933] TRACING CACHE MISS at /p/t.py:9 (loo
         assert_eq!(m.function, "f");
         assert_eq!(m.callsite.as_ref().unwrap().line, 9);
         assert_eq!(m.defined_at.as_ref().unwrap().line, 8);
+    }
+
+    #[test]
+    fn older_because_and_several_closest_keys() {
+        let mut p = JaxLogParser::default();
+        let text = "WARNING:2025-04-13 17:56:45,098:jax._src.pjit:1365: TRACING CACHE MISS at /t/a.py:46:8 (run) because:\n  for f defined at /t/a.py:40\n  all previously seen cache keys are different. Several previous keys are closest:\n  * key with different input types:\n      types now: x: f32[8]\n        * at x, now f32[8] and before f32[4]\n  * key with different tracing context, e.g. due to config or context manager.\n";
+        for (i, l) in text.lines().enumerate() {
+            p.line(l, i + 1);
+        }
+        let m = &p.finish().unwrap().misses[0];
+        assert_eq!(
+            m.callsite.as_ref().map(|f| (f.line, f.function.as_deref())),
+            Some((46, Some("run")))
+        );
+        assert_eq!(m.reason, MissReason::InputTypes);
+        assert_eq!(m.details, ["at x, now f32[8] and before f32[4]"]);
     }
 }

@@ -132,6 +132,12 @@ impl Default for MetricsParser {
 
 impl MetricsParser {
     pub(crate) fn line(&mut self, line: &str, no: usize) {
+        // A header may follow unrelated output on the same line (`Prediction: ***Metric: X`
+        // when the report is printed without a newline before it).
+        let line = match header_start(line) {
+            Some(i) => &line[i..],
+            None => line,
+        };
         if let Some(name) = line.strip_prefix("Metric: ") {
             let name = name.trim();
             if self.report.metrics.iter().any(|m| m.name == name) {
@@ -211,6 +217,19 @@ impl MetricsParser {
         self.report.reports += 1;
         Some(self.report)
     }
+}
+
+/// Where a `Metric: NAME` / `Counter: NAME` header starts in a line that does not begin with
+/// blank space (indented lines are fields); the name must be one word.
+fn header_start(line: &str) -> Option<usize> {
+    if line.starts_with(char::is_whitespace) {
+        return None;
+    }
+    ["Metric: ", "Counter: "].iter().find_map(|h| {
+        let i = line.find(h)?;
+        let name = line[i + h.len()..].trim_end();
+        (i > 0 && !name.is_empty() && !name.contains(char::is_whitespace)).then_some(i)
+    })
 }
 
 /// A value as the report prints it: a duration (`06m09s401ms746.001us`), a byte size
@@ -303,6 +322,15 @@ mod tests {
         assert_eq!(r.metric("ExecuteTime").unwrap().accumulator, Some(MetricValue::Nanos(1e9)));
         assert_eq!(r.counter("CachedSyncTensors"), Some(395));
         assert_eq!(r.fallbacks()[0].name, "aten::nonzero");
+    }
+
+    #[test]
+    fn header_after_other_output() {
+        let mut p = MetricsParser::default();
+        for (i, l) in "Prediction: ***Metric: CompileTime\n  TotalSamples: 13\n  Accumulator: 02m38s528ms309.014us\n".lines().enumerate() {
+            p.line(l, i + 1);
+        }
+        assert_eq!(p.finish().unwrap().metric("CompileTime").unwrap().samples, 13);
     }
 
     #[test]

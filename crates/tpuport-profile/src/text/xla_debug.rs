@@ -276,8 +276,13 @@ impl XlaDebugParser {
                         match k {
                             "Graph Name" => open.a.graph_name = Some(v.to_owned()),
                             "Graph Hash" => open.a.graph_hash = v.to_owned(),
-                            "Number of Graph Inputs" => open.a.inputs = v.parse().ok(),
-                            "Number of Graph Outputs" => open.a.outputs = v.parse().ok(),
+                            // Singular before late 2023 (pytorch/xla#5947's first version).
+                            "Number of Graph Inputs" | "Number of Graph Input" => {
+                                open.a.inputs = v.parse().ok()
+                            }
+                            "Number of Graph Outputs" | "Number of Graph Output" => {
+                                open.a.outputs = v.parse().ok()
+                            }
                             _ => {}
                         }
                     }
