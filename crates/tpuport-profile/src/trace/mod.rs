@@ -760,9 +760,18 @@ impl Analyzer {
         } else {
             Producer::Generic
         };
-        // Steps: host markers when there are any (they include data loading), else device.
+        // Steps: host markers when there are any (they include data loading), else device; of
+        // those, the thread (device line) with the most markers, so that several devices'
+        // `Steps` lines or a second annotating thread do not interleave.
         let use_host = self.marks.iter().any(|m| m.host);
-        let marks: Vec<&StepMark> = self.marks.iter().filter(|m| m.host == use_host).collect();
+        let mut per_thread: HashMap<u64, usize> = HashMap::new();
+        for m in self.marks.iter().filter(|m| m.host == use_host) {
+            *per_thread.entry(m.thread).or_default() += 1;
+        }
+        let thread =
+            per_thread.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
+        let marks: Vec<&StepMark> =
+            self.marks.iter().filter(|m| m.host == use_host && Some(m.thread) == thread).collect();
         let step_marker = marks.first().map(|m| m.label.clone());
         let mut steps: Vec<Step> = Vec::with_capacity(marks.len());
         for (i, m) in marks.iter().enumerate() {
@@ -1013,6 +1022,37 @@ mod tests {
         assert_eq!(get("aten::linear"), 2.0);
         assert_eq!(get("aten::addmm"), 8.0);
         assert_eq!(get("aten::relu"), 2.0);
+    }
+
+    #[test]
+    fn tpu_layout_steps_from_one_device_line() {
+        // The TSL writer's layout for two TPU cores: `Steps` and `XLA Ops` lines per device.
+        let mut ev = String::from(
+            r#"{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},"traceEvents":[
+            {"ph":"M","pid":1,"name":"process_name","args":{"name":"/device:TPU:0"}},
+            {"ph":"M","pid":2,"name":"process_name","args":{"name":"/device:TPU:1"}},
+            {"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"Steps"}},
+            {"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"XLA Ops"}},
+            {"ph":"M","pid":2,"tid":1,"name":"thread_name","args":{"name":"Steps"}},"#,
+        );
+        for i in 0..4 {
+            let t = f64::from(i) * 100.0;
+            ev.push_str(&format!(
+                r#"{{"ph":"X","pid":1,"tid":1,"ts":{t},"dur":90,"name":"{i}"}},{{"ph":"X","pid":2,"tid":1,"ts":{},"dur":90,"name":"{i}"}},{{"ph":"X","pid":1,"tid":3,"ts":{t},"dur":60,"name":"fusion.1"}},"#,
+                t + 1.0
+            ));
+        }
+        ev.push_str("{}]}");
+        let t = read(&ev);
+        assert_eq!(t.producer, Producer::Tsl);
+        assert_eq!(t.step_marker.as_deref(), Some("Steps"));
+        assert_eq!(
+            t.steps.iter().map(|s| s.num).collect::<Vec<_>>(),
+            [Some(0), Some(1), Some(2), Some(3)]
+        );
+        assert_eq!(t.steps[0].dur_us, 100.0);
+        assert_eq!(t.op_domain, Some(OpDomain::Device));
+        assert_eq!((t.top_ops[0].name.as_str(), t.top_ops[0].count), ("fusion.1", 4));
     }
 
     #[test]
