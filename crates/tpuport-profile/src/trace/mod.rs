@@ -24,6 +24,8 @@ const MAX_OPS: usize = 100_000;
 const MAX_RECORDS: usize = 1_000_000;
 /// Deepest `B`/`E` nesting tracked per thread.
 const MAX_BE_DEPTH: usize = 256;
+/// Most disjoint input intervals kept per gap between two steps.
+const MAX_GAP_INTERVALS: usize = 8;
 /// Most distinct thread and process ids interned.
 const MAX_IDS: usize = 1_000_000;
 
@@ -894,14 +896,14 @@ impl Analyzer {
     }
 }
 
-/// Adds `[a, b)` to a small sorted list of disjoint intervals (merging; capped at 64 entries,
-/// beyond which the last one is widened).
+/// Adds `[a, b)` to a small sorted list of disjoint intervals (merging; capped at
+/// [`MAX_GAP_INTERVALS`] entries, beyond which the last one is widened to cover the rest).
 fn add_interval(v: &mut Vec<(f64, f64)>, a: f64, b: f64) {
     v.push((a, b));
     let merged = union(std::mem::take(v));
     *v = merged;
-    if v.len() > 64 {
-        let tail = v.split_off(63);
+    if v.len() > MAX_GAP_INTERVALS {
+        let tail = v.split_off(MAX_GAP_INTERVALS - 1);
         let lo = tail.first().map_or(a, |t| t.0);
         let hi = tail.iter().map(|t| t.1).fold(b, f64::max);
         v.push((lo, hi));
