@@ -570,6 +570,8 @@ impl Analyzer {
         if sync {
             let op = match self.sync_ops.iter().position(|s| s == v.name) {
                 Some(i) => i,
+                // A handful of names exist; a file inventing more shares the last slot.
+                None if self.sync_ops.len() >= 16 => self.sync_ops.len() - 1,
                 None => {
                     self.sync_ops.push(v.name.to_owned());
                     self.sync_ops.len() - 1
