@@ -212,11 +212,24 @@ fn walk(dir: &Path, depth: usize, budget: &mut usize, d: &mut Discovery) {
         if !candidate(&name) {
             continue;
         }
+        // A run folder given directly: the Perfetto copy repeats the trace JSON next to it.
+        if name.starts_with("perfetto_trace.json") && has_trace_sibling(&path) {
+            d.skipped.push((path, "a Perfetto copy of the trace JSON next to it".to_owned()));
+            continue;
+        }
         match sniff(&path) {
             Ok((gzip, kind)) => d.inputs.push(Input { path, gzip, kind, explicit: false }),
             Err(e) => d.skipped.push((path, e.to_string())),
         }
     }
+}
+
+fn has_trace_sibling(path: &Path) -> bool {
+    let Some(dir) = path.parent() else { return false };
+    std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        n.ends_with(".trace.json.gz") || n.ends_with(".trace.json")
+    })
 }
 
 /// One `plugins/profile/<run>/` folder: its `*.trace.json.gz` files (one per host); the

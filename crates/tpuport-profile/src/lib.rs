@@ -108,6 +108,10 @@ pub fn read_input(
                     offset,
                     limit: opts.max_event_bytes,
                 },
+                trace::scan::ScanError::NotATrace => ProfileError::Unrecognized {
+                    path: path.clone(),
+                    what: "JSON without a `traceEvents` array: not a Chrome trace".to_owned(),
+                },
             })?;
             let report = InputReport {
                 path: path.clone(),

@@ -227,7 +227,7 @@ fn explain_profile_codes() {
 #[test]
 fn bad_inputs_fail_with_one_line_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &[u8], &str); 5] = [
+    let cases: [(&str, &[u8], &str); 6] = [
         (
             "broken.json",
             br#"{"traceEvents": [{"ph": "X"} {"ph": "X"}]}"#,
@@ -241,6 +241,7 @@ fn bad_inputs_fail_with_one_line_naming_the_file() {
         ("host.xplane.pb", b"\x0a\x00\x12\x01x", "XSpace protobuf"),
         ("bad.json.gz", b"\x1f\x8b\x08\x00garbage", "cannot decompress"),
         ("event.json", br#"{"traceEvents": [{"name": 12, "ph": []}]}"#, "bad trace event"),
+        ("config.json", br#"{"lr": 0.1, "layers": [1, 2]}"#, "not a Chrome trace"),
     ];
     for (name, bytes, want) in cases {
         let p = dir.path().join(name);

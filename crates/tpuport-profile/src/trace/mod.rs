@@ -978,6 +978,9 @@ pub(crate) fn read_trace(
 ) -> Result<TraceSummary, scan::ScanError> {
     let mut a = Analyzer::default();
     let stats = scan::scan(open().map_err(scan::ScanError::Io)?, limit, &mut PassOne(&mut a))?;
+    if !stats.has_events {
+        return Err(scan::ScanError::NotATrace);
+    }
     a.end_pass_one();
     if a.wants_frames() {
         scan::scan(open().map_err(scan::ScanError::Io)?, limit, &mut PassTwo(&mut a))?;

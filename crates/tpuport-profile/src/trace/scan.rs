@@ -25,6 +25,8 @@ pub(crate) enum ScanError {
     Json { offset: u64, message: String },
     /// A value starting at `offset` is larger than the limit.
     TooLarge { offset: u64 },
+    /// Valid JSON without an event array.
+    NotATrace,
 }
 
 /// What the scan saw besides the events.
@@ -36,6 +38,8 @@ pub(crate) struct ScanStats {
     pub(crate) events: u64,
     /// The text ended before the event array was closed.
     pub(crate) truncated: bool,
+    /// An event array was found (a top-level array, or a `traceEvents` key).
+    pub(crate) has_events: bool,
 }
 
 /// Receives what the scanner finds.
@@ -84,6 +88,7 @@ pub(crate) fn scan<R: Read>(
     match s.peek() {
         Some(b'[') => {
             s.start += 1;
+            stats.has_events = true;
             s.events(sink, &mut stats)?;
         }
         Some(b'{') => {
@@ -272,6 +277,7 @@ impl<R: Read> Scanner<R> {
                     return Err(self.err("`traceEvents` is not an array".to_owned()));
                 }
                 self.start += 1;
+                stats.has_events = true;
                 self.events(sink, stats)?;
                 if stats.truncated {
                     return Ok(());
