@@ -14,7 +14,6 @@ Usage: bench_profile.py --tpuport PATH [--size-mb 1024] [--repeat 3]
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -32,12 +31,12 @@ def write_trace(path, size_mb):
         out.write('{"ph":"M","pid":3,"tid":4,"name":"thread_name","args":{"name":"python"}},')
         written, step, t = 0, 0, 0.0
         while written < target:
-            ev = ['{"ph":"X","pid":3,"tid":4,"ts":%.3f,"dur":900.0,"name":"train","args":{"step_num":"%d"}},' % (t, step)]
-            ev.append('{"ph":"X","pid":3,"tid":4,"ts":%.3f,"dur":80.0,"name":"$train.py:41 next_batch"},' % (t + 905.0))
+            ev = [f'{{"ph":"X","pid":3,"tid":4,"ts":{t:.3f},"dur":900.0,"name":"train","args":{{"step_num":"{step}"}}}},']
+            ev.append(f'{{"ph":"X","pid":3,"tid":4,"ts":{t + 905.0:.3f},"dur":80.0,"name":"$train.py:41 next_batch"}},')
             for i in range(200):
                 ev.append(
-                    '{"ph":"X","pid":1,"tid":2,"ts":%.3f,"dur":4.0,"name":"fusion.%d","args":{"hlo_op":"fusion.%d","hlo_module":"jit_train_step","program_id":"17"}},'
-                    % (t + 10.0 + i * 4.4, i, i)
+                    f'{{"ph":"X","pid":1,"tid":2,"ts":{t + 10.0 + i * 4.4:.3f},"dur":4.0,"name":"fusion.{i}",'
+                    f'"args":{{"hlo_op":"fusion.{i}","hlo_module":"jit_train_step","program_id":"17"}}}},'
                 )
             chunk = "".join(ev)
             out.write(chunk)
@@ -58,7 +57,7 @@ def measure(cmd):
         "if r.returncode != 0: sys.exit(r.stderr.decode()[-2000:] or 'exit %d' % r.returncode)\n"
         "print(json.dumps([dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         sys.exit(f"error: {' '.join(cmd)} failed: {out.stderr.strip()}")
     return tuple(json.loads(out.stdout))

@@ -38,7 +38,7 @@ def run(cmd, env=None, stdout=None, stderr=None, timeout=300):
     full_env = dict(os.environ)
     full_env.update(env or {})
     t0 = time.time()
-    r = subprocess.run(cmd, env=full_env, stdout=stdout, stderr=stderr, timeout=timeout)
+    r = subprocess.run(cmd, env=full_env, stdout=stdout, stderr=stderr, timeout=timeout, check=False)
     if r.returncode != 0:
         sys.exit(f"error: {' '.join(map(str, cmd))} exited {r.returncode}")
     print(f"  {time.time() - t0:5.1f} s  {' '.join(map(str, cmd[1:]))}", flush=True)
@@ -53,7 +53,7 @@ def plants(path):
 
 
 def versions(python, names):
-    code = "import json, importlib.metadata as m; print(json.dumps({n: m.version(n) for n in %r}))" % (names,)
+    code = f"import json, importlib.metadata as m; print(json.dumps({{n: m.version(n) for n in {names!r}}}))"
     return json.loads(subprocess.check_output([python, "-c", code], text=True))
 
 

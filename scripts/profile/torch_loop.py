@@ -62,7 +62,9 @@ def main():
     if a.tb_dir:
         ready = torch.profiler.tensorboard_trace_handler(a.tb_dir, use_gzip=True)
     else:
-        ready = lambda p: p.export_chrome_trace(a.out)  # noqa: E731
+        def ready(p):
+            p.export_chrome_trace(a.out)
+
     with profile(activities=[ProfilerActivity.CPU], schedule=sched, with_stack=True, on_trace_ready=ready) as prof:
         for x, y in loader:  # PLANT: loader-loop
             opt.zero_grad()

@@ -29,8 +29,9 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     if a.trace_dir:
-        import torch_xla.debug.profiler as xp
         import socket
+
+        import torch_xla.debug.profiler as xp
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
