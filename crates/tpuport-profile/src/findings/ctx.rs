@@ -82,9 +82,16 @@ impl<'a> Ctx<'a> {
         lines.get(idx).map(|l| l.trim().to_owned())
     }
 
-    /// Steps counted by torch_xla (`MarkStep`), from the first metrics report that has it.
-    pub(crate) fn mark_steps(&self) -> Option<u64> {
-        self.ev.metrics.iter().find_map(|(_, m)| m.counter("MarkStep")).filter(|&n| n > 0)
+    /// Steps counted by torch_xla (`MarkStep`) for the run that wrote `log`: the metrics report
+    /// in the same file or folder, else the only metrics report given.
+    pub(crate) fn mark_steps(&self, log: &Path) -> Option<u64> {
+        let steps = |m: &crate::MetricsReport| m.counter("MarkStep").filter(|&n| n > 0);
+        let near = self.ev.metrics.iter().find(|(p, _)| p == log || p.parent() == log.parent());
+        match near {
+            Some((_, m)) => steps(m),
+            None if self.ev.metrics.len() == 1 => steps(&self.ev.metrics[0].1),
+            None => None,
+        }
     }
 }
 

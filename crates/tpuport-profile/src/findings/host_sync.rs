@@ -75,7 +75,7 @@ impl Rule for HostSync {
             for a in log.analyses.iter().filter(|a| a.kind == wanted && a.cause == Cause::TensorValueAccess) {
                 *sites.entry(a.user_frame().cloned()).or_default() += 1;
             }
-            let steps = cx.mark_steps().or_else(|| {
+            let steps = cx.mark_steps(path).or_else(|| {
                 let n = log
                     .analyses
                     .iter()

@@ -77,7 +77,7 @@ impl Rule for Recompilation {
                     format!("{} distinct graph hashes: {}", hashes.len(), hashes.iter().take(6).copied().collect::<Vec<_>>().join(", ")),
                     format!("graph inputs→outputs per compilation: {}", io.join(", ")),
                 ];
-                if let Some(steps) = cx.mark_steps() {
+                if let Some(steps) = cx.mark_steps(path) {
                     details.push(format!("{total} compilations in the log over {steps} steps (MarkStep)"));
                 }
                 let at = frame.as_ref().map_or_else(|| "one graph site".to_owned(), |f| f.to_string());
