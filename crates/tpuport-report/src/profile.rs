@@ -141,3 +141,83 @@ pub fn sarif(r: &Report) -> String {
     s.push('\n');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use tpuport_profile::{Frame, InputReport};
+
+    use super::*;
+
+    fn report() -> Report {
+        let at = |file: &str, line, function: Option<&str>| Frame {
+            file: file.to_owned(),
+            line,
+            function: function.map(str::to_owned),
+        };
+        Report {
+            schema: tpuport_profile::SCHEMA,
+            inputs: vec![InputReport {
+                path: PathBuf::from("run/trace.json"),
+                found: vec!["trace"],
+                bytes: 3_041_177,
+                events: Some(10_454),
+            }],
+            findings: vec![
+                Finding {
+                    code: "PRF101",
+                    name: "input-bound-steps",
+                    severity: Severity::Error,
+                    title: "highly input-bound: 89.4% of step time waits for input".to_owned(),
+                    message: "the median step spends 89.4% of its time waiting for input"
+                        .to_owned(),
+                    location: Some(at("train.py", 67, None)),
+                    snippet: Some("for x, y in loader:".to_owned()),
+                    related: vec![at("train.py", 25, Some("__getitem__"))],
+                    details: vec![format!("kernel {}", "x".repeat(200))],
+                    evidence: vec![PathBuf::from("run/trace.json")],
+                    check_rules: vec!["TPU601", "TPU604"],
+                    fix: Some("load ahead of the step".to_owned()),
+                },
+                Finding {
+                    code: "PRF501",
+                    name: "step-time",
+                    severity: Severity::Info,
+                    title: "10 steps, median 24.29 ms".to_owned(),
+                    message: "10 steps: median 24.29 ms".to_owned(),
+                    location: None,
+                    snippet: None,
+                    related: Vec::new(),
+                    details: Vec::new(),
+                    evidence: vec![PathBuf::from("run/trace.json")],
+                    check_rules: Vec::new(),
+                    fix: None,
+                },
+            ],
+            errors: vec!["`run/x.xplane.pb`: an XSpace protobuf".to_owned()],
+        }
+    }
+
+    #[test]
+    fn text_report() {
+        insta::assert_snapshot!(text(&report()));
+    }
+
+    #[test]
+    fn sarif_has_only_located_findings() {
+        let v: Value = serde_json::from_str(&sarif(&report())).unwrap_or_default();
+        let results = v["runs"][0]["results"].as_array().cloned().unwrap_or_default();
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0]["ruleId"], "PRF101");
+        assert_eq!(results[0]["level"], "error");
+        assert_eq!(results[0]["locations"][0]["physicalLocation"]["region"]["startLine"], 67);
+        assert_eq!(
+            results[0]["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "train.py"
+        );
+        assert_eq!(v["runs"][0]["invocations"][0]["executionSuccessful"], false);
+        let rules = v["runs"][0]["tool"]["driver"]["rules"].as_array().cloned().unwrap_or_default();
+        assert_eq!(rules.len(), findings::registry().len());
+    }
+}
