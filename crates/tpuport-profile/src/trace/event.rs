@@ -58,6 +58,43 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
+/// A process or thread id: kineto writes numbers and strings (`"Spans"`), TSL numbers. Kept
+/// apart so that numeric ids are interned without formatting them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Id<'a> {
+    Num(i64),
+    Str(Cow<'a, str>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Id<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Id::Num(v))
+            }
+            #[allow(clippy::cast_possible_wrap, reason = "ids are compared, not computed with")]
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Id::Num(v as i64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Id::Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Id::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Id::Str(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// A timestamp or duration in microseconds, written as a number or a numeric string.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Micros(pub(crate) f64);
@@ -125,9 +162,9 @@ pub(crate) struct RawEvent<'a> {
     #[serde(borrow, default)]
     pub(crate) cat: Option<Text<'a>>,
     #[serde(borrow, default)]
-    pub(crate) pid: Option<Text<'a>>,
+    pub(crate) pid: Option<Id<'a>>,
     #[serde(borrow, default)]
-    pub(crate) tid: Option<Text<'a>>,
+    pub(crate) tid: Option<Id<'a>>,
     #[serde(default)]
     pub(crate) ts: Option<Micros>,
     #[serde(default)]
@@ -166,8 +203,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.name(), "aten::mm");
-        assert_eq!(e.pid.as_ref().unwrap().as_str(), "12");
-        assert_eq!(e.tid.as_ref().unwrap().as_str(), "Spans");
+        assert_eq!(e.pid, Some(Id::Num(12)));
+        assert_eq!(e.tid, Some(Id::Str("Spans".into())));
         assert!((e.ts.unwrap().0 - 5_454_846_053_538.053).abs() < 1e-3);
         let e: RawEvent<'_> = serde_json::from_str(
             r#"{"ph":"X","pid":701,"tid":3501668036,"ts":31893.77,"dur":596.055,"name":"train","args":{"step_num":"0","hlo_op":null}}"#,

@@ -16,7 +16,7 @@ use std::io::Read;
 use serde::Serialize;
 
 use crate::frames::{self, Frame};
-use event::{RawEvent, text};
+use event::{Id, RawEvent, text};
 
 /// Most distinct op names tracked; later names are summed as `(other ops)`.
 const MAX_OPS: usize = 100_000;
@@ -273,7 +273,8 @@ const INPUT_PROBE: usize = usize::MAX;
 pub(crate) struct Analyzer {
     kineto_keys: bool,
     tsl_keys: bool,
-    ids: HashMap<String, u32>,
+    num_ids: HashMap<i64, u32>,
+    str_ids: HashMap<String, u32>,
     proc_names: HashMap<u32, String>,
     thread_names: HashMap<u64, String>,
     first_ts: Option<f64>,
@@ -295,6 +296,8 @@ pub(crate) struct Analyzer {
     frames: Vec<Frame>,
     frame_index: HashMap<Frame, u32>,
     gaps: Vec<(Span, Vec<(f64, f64)>)>,
+    /// Input-like user Python functions seen in pass one: (thread, start, end, frame).
+    py_input: Vec<(u64, f64, f64, u32)>,
     input_fn_time: HashMap<u32, f64>,
 }
 
@@ -329,8 +332,8 @@ fn looks_like_input(func: &str) -> bool {
         "queue",
         "decode",
     ];
-    let f = func.to_ascii_lowercase();
-    WORDS.iter().any(|w| f.contains(w))
+    let f = func.as_bytes();
+    WORDS.iter().any(|w| f.windows(w.len()).any(|win| win.eq_ignore_ascii_case(w.as_bytes())))
 }
 
 fn push_capped<T>(v: &mut Vec<T>, x: T, capped: &mut Vec<&'static str>, what: &'static str) {
@@ -342,19 +345,38 @@ fn push_capped<T>(v: &mut Vec<T>, x: T, capped: &mut Vec<&'static str>, what: &'
 }
 
 impl Analyzer {
-    fn intern(&mut self, id: Option<&str>) -> u32 {
-        let id = id.unwrap_or("");
-        if let Some(&n) = self.ids.get(id) {
+    /// The interned number of a pid/tid (`""` when absent), `None` when never seen.
+    fn lookup(&self, id: Option<&Id<'_>>) -> Option<u32> {
+        match id {
+            Some(Id::Num(n)) => self.num_ids.get(n).copied(),
+            Some(Id::Str(s)) => self.str_ids.get(s.as_ref()).copied(),
+            None => self.str_ids.get("").copied(),
+        }
+    }
+
+    fn intern(&mut self, id: Option<&Id<'_>>) -> u32 {
+        if let Some(n) = self.lookup(id) {
             return n;
         }
-        if self.ids.len() >= MAX_IDS {
+        let count = self.num_ids.len() + self.str_ids.len();
+        if count >= MAX_IDS {
             if !self.capped.contains(&"thread ids") {
                 self.capped.push("thread ids");
             }
             return u32::MAX;
         }
-        let n = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
-        self.ids.insert(id.to_owned(), n);
+        let n = u32::try_from(count).unwrap_or(u32::MAX);
+        match id {
+            Some(Id::Num(v)) => {
+                self.num_ids.insert(*v, n);
+            }
+            Some(Id::Str(s)) => {
+                self.str_ids.insert(s.as_ref().to_owned(), n);
+            }
+            None => {
+                self.str_ids.insert(String::new(), n);
+            }
+        }
         n
     }
 
@@ -375,8 +397,8 @@ impl Analyzer {
     fn pass_one(&mut self, raw: &[u8]) -> Result<(), String> {
         let e: RawEvent<'_> =
             serde_json::from_slice(raw).map_err(|err| format!("bad trace event: {err}"))?;
-        let pid = self.intern(e.pid.as_ref().map(event::Text::as_str));
-        let tid = self.intern(e.tid.as_ref().map(event::Text::as_str));
+        let pid = self.intern(e.pid.as_ref());
+        let tid = self.intern(e.tid.as_ref());
         let key = thread_key(pid, tid);
         match e.ph() {
             "M" => {
@@ -526,9 +548,19 @@ impl Analyzer {
             return;
         }
 
-        // Python frames are matched in pass two.
+        // Python frames: those that read like data loading are kept for the gaps between step
+        // annotations; the others are matched to probes in pass two.
         if v.cat == "python_function" || v.name.starts_with('$') {
             self.python_events += 1;
+            let func = v.name.split_once("): ").or_else(|| v.name.split_once(' ')).map_or("", |(_, f)| f);
+            if v.dur > 0.0
+                && looks_like_input(func)
+                && let Some(f) = frames::parse_tsl_function(v.name).or_else(|| frames::parse_kineto_function(v.name))
+                && f.is_user()
+            {
+                let fid = self.frame_id(f);
+                push_capped(&mut self.py_input, (key, v.ts, end, fid), &mut self.capped, "Python input frames");
+            }
             return;
         }
 
@@ -630,8 +662,7 @@ impl Analyzer {
 
     /// Whether a second pass over Python events would add anything.
     fn wants_frames(&self) -> bool {
-        self.python_events > 0
-            && (!self.probes.is_empty() || !self.input_spans.is_empty() || !self.gaps.is_empty())
+        self.python_events > 0 && (!self.probes.is_empty() || !self.input_spans.is_empty())
     }
 
     /// After pass one: closes open host ops, sorts records and finds the gaps between host step
@@ -658,14 +689,21 @@ impl Analyzer {
             }
         }
         gaps.sort_by(|a, b| a.0.thread.cmp(&b.0.thread).then(a.0.start.total_cmp(&b.0.start)));
+        // Input-like Python functions that run inside a gap are its data loading.
+        for &(key, ts, end, fid) in &self.py_input {
+            let i = gaps.partition_point(|(g, _)| g.thread < key || (g.thread == key && g.start <= ts));
+            let Some((g, merged)) = i.checked_sub(1).and_then(|i| gaps.get_mut(i)) else { continue };
+            if g.thread == key && ts >= g.start && end <= g.end {
+                add_interval(merged, ts, end);
+                *self.input_fn_time.entry(fid).or_default() += end - ts;
+            }
+        }
         self.gaps = gaps;
     }
 
-    fn pass_two(&mut self, raw: &[u8]) -> Result<(), String> {
+    fn pass_two(&mut self, raw: &[u8], filter: &[memchr::memmem::Finder<'static>; 2]) -> Result<(), String> {
         // Cheap filter: only Python events matter here.
-        if memchr::memmem::find(raw, b"python_function").is_none()
-            && memchr::memmem::find(raw, b"\"$").is_none()
-        {
+        if filter.iter().all(|f| f.find(raw).is_none()) {
             return Ok(());
         }
         let e: RawEvent<'_> =
@@ -673,10 +711,7 @@ impl Analyzer {
         if e.ph() != "X" || !(e.cat() == "python_function" || e.name().starts_with('$')) {
             return Ok(());
         }
-        let (Some(pid), Some(tid)) = (
-            self.ids.get(e.pid.as_ref().map_or("", event::Text::as_str)).copied(),
-            self.ids.get(e.tid.as_ref().map_or("", event::Text::as_str)).copied(),
-        ) else {
+        let (Some(pid), Some(tid)) = (self.lookup(e.pid.as_ref()), self.lookup(e.tid.as_ref())) else {
             return Ok(());
         };
         let key = thread_key(pid, tid);
@@ -731,21 +766,6 @@ impl Analyzer {
                 }
                 if ts >= s.start && end <= s.end {
                     inside += end - ts;
-                }
-            }
-            let named_input = own.function.as_deref().is_some_and(looks_like_input);
-            if named_input {
-                let lo = self
-                    .gaps
-                    .partition_point(|(g, _)| g.thread < key || (g.thread == key && g.end < ts));
-                for (g, merged) in &mut self.gaps[lo..] {
-                    if g.thread != key || g.start > end {
-                        break;
-                    }
-                    if ts >= g.start && end <= g.end && end > ts {
-                        inside += end - ts;
-                        add_interval(merged, ts, end);
-                    }
                 }
             }
             if inside > 0.0 {
@@ -961,11 +981,11 @@ impl scan::Sink for PassOne<'_> {
     }
 }
 
-struct PassTwo<'a>(&'a mut Analyzer);
+struct PassTwo<'a>(&'a mut Analyzer, [memchr::memmem::Finder<'static>; 2]);
 impl scan::Sink for PassTwo<'_> {
     fn top(&mut self, _key: &str, _value: &[u8]) {}
     fn event(&mut self, raw: &[u8]) -> Result<(), String> {
-        self.0.pass_two(raw)
+        self.0.pass_two(raw, &self.1)
     }
 }
 
@@ -983,7 +1003,8 @@ pub(crate) fn read_trace(
     }
     a.end_pass_one();
     if a.wants_frames() {
-        scan::scan(open().map_err(scan::ScanError::Io)?, limit, &mut PassTwo(&mut a))?;
+        let filter = [memchr::memmem::Finder::new(b"python_function"), memchr::memmem::Finder::new(b"\"$")];
+        scan::scan(open().map_err(scan::ScanError::Io)?, limit, &mut PassTwo(&mut a, filter))?;
     }
     Ok(a.finish(stats, top))
 }
