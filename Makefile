@@ -27,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile
+.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile profile-fixtures bench-profile
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -82,7 +82,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport
@@ -120,10 +120,15 @@ bench: fixtures build libtpu
 	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport
 
 # `tpuport compile` (libtpu AOT for v5e-8) vs JAX's topology + lower().compile(), same module.
 bench-compile: venv build libtpu
 	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+
+# `tpuport profile` on a 1 GB synthetic trace vs Python's json.load of the same file.
+bench-profile: venv build
+	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport
 
 # ONNX backend test cases (onnx's node cases, built in memory by the onnx package, plus its
 # simple / pytorch-converted / pytorch-operator suites) written to a cache dir keyed by the onnx
@@ -174,6 +179,24 @@ $(VENV_XLA)/.stamp-torchvision: $(VENV_XLA)/.stamp
 	@touch $@
 
 venv-xla: $(VENV_XLA)/.stamp $(VENV_XLA)/.stamp-torchvision
+
+# Real profiler outputs for `tpuport profile`'s tests: scripts/profile_fixtures.py runs the small
+# loops under scripts/profile/ with torch.profiler, jax.profiler, torch_xla (in $(VENV_XLA), with
+# PT_XLA_DEBUG) and JAX's compile logs. Keyed by the scripts and the framework versions; the
+# tests read $(TPUPORT_PROFILE_FIXTURES). About a minute of CPU.
+PROF_HASH := $(shell { grep -E '^(torch|jax|jaxlib)==' $(REQS); echo torch==2.9.0 torch_xla==2.9.0; cat scripts/profile_fixtures.py scripts/profile/*.py; } 2>/dev/null | sha256sum | cut -c1-16)
+PROF_DIR  := $(CACHE_ROOT)/profile-fixtures-$(PROF_HASH)
+PROF_LINK := .cache/profile-fixtures
+export TPUPORT_PROFILE_FIXTURES := $(abspath $(PROF_LINK))
+
+$(PROF_DIR)/.done: $(VENV)/.stamp $(VENV_XLA)/.stamp
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/profile_fixtures.py) --out $(PROF_DIR) --xla-python $(abspath $(VENV_XLA)/bin/python)
+	@touch $@
+
+profile-fixtures: $(PROF_DIR)/.done
+	@mkdir -p .cache
+	@ln -sfn $(PROF_DIR) $(PROF_LINK)
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'profile-fixtures-*' ! -name 'profile-fixtures-$(PROF_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 # Port real training scripts (JAX pmap, PyTorch) and check the ported ones train to the same loss.
 e2e-port: venv venv-xla build

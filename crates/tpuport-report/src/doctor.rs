@@ -42,6 +42,9 @@ pub struct PluginReport {
     /// Why it could not be loaded or could not make a client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The StableHLO versions it reads, as numbers (`stablehlo` is their text).
+    #[serde(skip)]
+    pub stablehlo_range: Option<([i64; 3], [i64; 3])>,
 }
 
 impl PluginReport {
@@ -59,6 +62,7 @@ impl PluginReport {
             devices: None,
             device_kinds: Vec::new(),
             error: None,
+            stablehlo_range: None,
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct DoctorReport {
     /// `python`, `executable` and one version (or null) per package, when Python answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<serde_json::Value>,
+    /// Version pairs that do not go together (`tpuport_profile::compat`).
+    pub versions: Vec<tpuport_profile::compat::Verdict>,
     /// Advice (version mismatches, nothing found).
     pub notes: Vec<String>,
 }
@@ -162,6 +168,7 @@ mod tests {
                 why: "user site".into(),
             }],
             python: Some(serde_json::json!({"python": "3.11.2", "jax": "0.7.0", "jaxlib": null})),
+            versions: vec![],
             notes: vec!["a note".into()],
         };
         let text = render_text(&r, &["jax", "jaxlib"], Paint::PLAIN);

@@ -29,6 +29,7 @@ pub mod human;
 pub mod inspect;
 pub mod json;
 pub mod lower;
+pub mod profile;
 pub mod run;
 pub mod sarif;
 pub mod style;

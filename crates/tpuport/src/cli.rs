@@ -44,7 +44,7 @@ pub(crate) enum Format {
     Text,
     /// JSON with a versioned schema.
     Json,
-    /// SARIF 2.1.0 (only `check`).
+    /// SARIF 2.1.0 (`check` and `profile`).
     Sarif,
 }
 
@@ -101,6 +101,9 @@ pub(crate) enum Command {
     /// Compare a model's outputs with a reference (files, f32, onnxruntime), emulate TPU
     /// matmul precision, and bisect to the first divergent op.
     Validate(commands::validate::ValidateArgs),
+    /// Diagnose a run from its traces, torch_xla metrics reports and debug logs, and JAX
+    /// compile logs: input-bound steps, recompilations, host syncs, CPU fallbacks, top ops.
+    Profile(commands::profile::ProfileArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(commands::completions::CompletionsArgs),
     /// Write man pages for tpuport and each verb into a directory (`make man`).

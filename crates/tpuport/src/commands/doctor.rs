@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use tpuport_pjrt::{Client, ClientOptions, Found};
+use tpuport_profile::compat::{self, Level, Verdict};
 use tpuport_report::doctor::{self, DoctorReport, PluginReport};
 
 use crate::cli::{Format, GlobalArgs};
@@ -23,19 +24,24 @@ pub(crate) struct DoctorArgs {
     /// Do not ask Python for framework versions.
     #[arg(long)]
     pub(crate) no_python: bool,
+    /// Also judge this StableHLO module's version against each plugin's accepted range.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) model: Option<PathBuf>,
 }
 
 /// Python packages whose versions `doctor` reports (distribution names).
-const PACKAGES: [&str; 9] = [
+const PACKAGES: [&str; 11] = [
     "jax",
     "jaxlib",
     "torch",
     "torch_xla",
+    "torchvision",
     "tensorflow",
     "libtpu",
     "libtpu-nightly",
     "xla-cpu-pjrt",
     "jax-cuda12-pjrt",
+    "jax-cuda12-plugin",
 ];
 
 pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -43,8 +49,18 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
     let plugins: Vec<PluginReport> = found.into_iter().map(|f| check(f, p)).collect();
     let mut notes = Vec::new();
     let python = if a.no_python { None } else { python_versions(p) };
-    if let Some(py) = &python {
-        notes.extend(version_notes(py));
+    let mut versions = python.as_ref().map(judge_versions).unwrap_or_default();
+    if let Some(model) = &a.model {
+        versions.extend(judge_model(model, &plugins, &mut notes)?);
+    }
+    if python.is_some() && versions.is_empty() {
+        notes.push("version pairs: no known mismatch among the packages above".to_owned());
+    }
+    for v in &versions {
+        notes.push(format!(
+            "{}: {} [rule: {}; source: {}] fix: {}",
+            v.level, v.message, v.rule, v.source, v.fix
+        ));
     }
     if plugins.is_empty() {
         notes.push(format!(
@@ -60,13 +76,15 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
         plugins,
         searched: tpuport_pjrt::search_places(),
         python,
+        versions,
         notes,
     };
     match g.format {
         Format::Json => p.json(&report)?,
         _ => p.data(&doctor::render_text(&report, &PACKAGES, p.paint())),
     }
-    Ok(if usable { Status::Success } else { Status::Findings })
+    let mismatch = report.versions.iter().any(|v| v.level == Level::Error);
+    Ok(if usable && !mismatch { Status::Success } else { Status::Findings })
 }
 
 fn check(f: Found, p: &Printer) -> PluginReport {
@@ -80,6 +98,7 @@ fn check(f: Found, p: &Printer) -> PluginReport {
         }
     };
     r.info = Some(plugin.info());
+    r.stablehlo_range = plugin.stablehlo_range();
     r.stablehlo = plugin
         .stablehlo_range()
         .map(|(lo, hi)| format!("{}.{}.{} .. {}.{}.{}", lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]));
@@ -108,8 +127,8 @@ fn python_versions(p: &Printer) -> Option<serde_json::Value> {
     let py = tpuport_pjrt::python().unwrap_or_else(|| PathBuf::from("python3"));
     let list = PACKAGES.map(|n| format!("{n:?}")).join(",");
     let script = format!(
-        "import json,sys,importlib.metadata as m\nout={{'python':sys.version.split()[0],'executable':sys.executable}}\n\
-         for n in [{list}]:\n    try: out[n]=m.version(n)\n    except Exception: out[n]=None\nprint(json.dumps(out))\n"
+        "import json,sys,importlib.metadata as m\nout={{'python':sys.version.split()[0],'executable':sys.executable,'requires':{{}}}}\n\
+         for n in [{list}]:\n    try: out[n]=m.version(n); out['requires'][n]=m.requires(n) or []\n    except Exception: out[n]=None\nprint(json.dumps(out))\n"
     );
     let mut child = Command::new(&py)
         .args(["-I", "-c", &script])
@@ -139,21 +158,50 @@ fn python_versions(p: &Printer) -> Option<serde_json::Value> {
     serde_json::from_str(out.trim()).ok()
 }
 
-fn version_notes(py: &serde_json::Value) -> Vec<String> {
-    let get = |k: &str| py.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-    let minor = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
-    let mut notes = Vec::new();
-    if let (Some(j), Some(l)) = (get("jax"), get("jaxlib"))
-        && j != l
-    {
-        notes.push(format!("jax {j} with jaxlib {l}: jax expects the jaxlib of the same release"));
-    }
-    if let (Some(t), Some(x)) = (get("torch"), get("torch_xla"))
-        && minor(&t) != minor(&x)
-    {
+/// The installed packages and their `Requires-Dist`, judged by `tpuport_profile::compat`.
+fn judge_versions(py: &serde_json::Value) -> Vec<Verdict> {
+    let installed: Vec<compat::Installed> = PACKAGES
+        .iter()
+        .filter_map(|&n| {
+            let version = py.get(n)?.as_str()?.to_owned();
+            let requires = py["requires"][n]
+                .as_array()
+                .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            Some(compat::Installed { name: n.to_owned(), version, requires })
+        })
+        .collect();
+    compat::judge(&installed)
+}
+
+/// `--model`: the module's StableHLO version against each plugin's accepted range.
+fn judge_model(
+    model: &std::path::Path,
+    plugins: &[PluginReport],
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<Verdict>> {
+    let m = tpuport_formats::open(model, &tpuport_formats::ImportOptions::default())?;
+    let Some(v) = m.metadata.stablehlo_version.as_deref() else {
         notes.push(format!(
-            "torch {t} with torch_xla {x}: torch_xla must match torch's minor version"
+            "{} carries no StableHLO version (only portable artifacts, e.g. jax.export bytecode, do)",
+            model.display()
         ));
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for pl in plugins {
+        if let Some((min, cur)) = pl.stablehlo_range {
+            if let Some(mut verdict) = compat::stablehlo(v, min, cur) {
+                verdict.message = format!("{}: {}", pl.path.display(), verdict.message);
+                out.push(verdict);
+            } else {
+                notes.push(format!(
+                    "{} (StableHLO {v}) fits {}",
+                    model.display(),
+                    pl.path.display()
+                ));
+            }
+        }
     }
-    notes
+    Ok(out)
 }

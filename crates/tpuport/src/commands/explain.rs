@@ -1,6 +1,6 @@
 //! `tpuport explain CODE`: print the documentation of a code.
 //!
-//! Codes are looked up in each registry in turn (lint rules first, then audit findings); a new
+//! Codes are looked up in each registry in turn (lint rules, then audit findings, then profile findings); a new
 //! registry is one more [`CodeDocs`] set in [`registries`].
 
 use clap::Args;
@@ -22,7 +22,11 @@ pub(crate) struct ExplainArgs {
 
 /// Every source of code documentation, tried in order.
 fn registries() -> Vec<CodeDocs> {
-    vec![tpuport_lint::docs::code_docs(), tpuport_analysis::findings::docs::code_docs()]
+    vec![
+        tpuport_lint::docs::code_docs(),
+        tpuport_analysis::findings::docs::code_docs(),
+        tpuport_profile::findings::docs::code_docs(),
+    ]
 }
 
 pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {

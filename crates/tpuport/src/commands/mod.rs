@@ -15,6 +15,7 @@ pub(crate) mod lower;
 pub(crate) mod man;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
+pub(crate) mod profile;
 pub(crate) mod run;
 pub(crate) mod validate;
 
@@ -60,6 +61,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Explain(a) => explain::run(&a, global, p),
         Command::Conformance(a) => conformance::run(&a, global, p),
         Command::Validate(a) => validate::run(&a, global, p),
+        Command::Profile(a) => profile::run(&a, global, p),
         Command::Completions(a) => completions::run(&a, global, p),
         Command::Man(a) => man::run(&a, global, p),
     }
