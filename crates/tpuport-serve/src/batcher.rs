@@ -429,7 +429,7 @@ fn execute(
     total: usize,
     scratch: &mut [Vec<u8>],
 ) -> Result<Vec<Bytes>, tpuport_pjrt::PjrtError> {
-    let whole = pieces.len() == 1 && pieces[0].start == 0 && total == bucket.rows;
+    let whole = pieces.len() == 1 && pieces[0].item.rows == bucket.rows && total == bucket.rows;
     let mut bufs = Vec::with_capacity(model.inputs.len());
     for (i, sig) in model.inputs.iter().enumerate() {
         let mut dims = Vec::with_capacity(sig.row_shape.len() + 1);

@@ -27,7 +27,7 @@ pub use config::{Limits, ModelConfig, ServeOptions};
 pub use error::{ErrorKind, InferError, ServeError};
 pub use model::{Model, TensorSig};
 pub use rest::HEADER_LENGTH;
-pub use server::{app, serve, serve_blocking, shutdown_signal};
+pub use server::{app, serve, serve_blocking, serve_state, shutdown_signal};
 pub use state::{Reporter, State};
 
 /// The server's OpenAPI 3 document (served at `/openapi.json`).

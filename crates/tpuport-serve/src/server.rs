@@ -69,7 +69,18 @@ pub async fn serve(
     reporter: Arc<dyn Reporter>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let state = Arc::new(State::new(opts)?);
+    serve_state(Arc::new(State::new(opts)?), reporter, shutdown).await
+}
+
+/// [`serve`] with a state the caller keeps (to read its metrics after shutdown).
+///
+/// # Errors
+/// As [`serve`].
+pub async fn serve_state(
+    state: Arc<State>,
+    reporter: Arc<dyn Reporter>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let addr = state.opts.bind;
     let listener = TcpListener::bind(addr)
         .await

@@ -13,6 +13,7 @@ pub(crate) mod lower;
 pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod validate;
 
 use std::process::ExitCode;
@@ -56,6 +57,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Explain(a) => explain::run(&a, global, p),
         Command::Conformance(a) => conformance::run(&a, global, p),
         Command::Validate(a) => validate::run(&a, global, p),
+        Command::Serve(a) => serve::run(&a, global, p),
     }
 }
 
