@@ -52,6 +52,8 @@ pub struct Limits {
     pub max_streams_per_connection: u32,
     /// Longest time to read a request's headers.
     pub header_read_timeout: Duration,
+    /// Longest time to read a request's body (a slow or lying client gets 408).
+    pub body_read_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -62,6 +64,7 @@ impl Default for Limits {
             max_connections: 1024,
             max_streams_per_connection: 256,
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
         }
     }
 }

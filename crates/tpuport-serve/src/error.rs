@@ -76,6 +76,8 @@ pub enum ErrorKind {
     TooLarge,
     /// Model control is off, or the token is wrong (403, `PERMISSION_DENIED`).
     Forbidden,
+    /// The body did not arrive in time (408, `DEADLINE_EXCEEDED`).
+    SlowBody,
     /// The runtime failed while executing (500, `INTERNAL`).
     Internal,
 }
@@ -108,6 +110,7 @@ impl InferError {
             ErrorKind::Unavailable | ErrorKind::Timeout => 503,
             ErrorKind::TooLarge => 413,
             ErrorKind::Forbidden => 403,
+            ErrorKind::SlowBody => 408,
             ErrorKind::Internal => 500,
         }
     }

@@ -217,7 +217,11 @@ async fn infer_any(
 /// Reads the body with the size limit (chunked bodies included).
 async fn read_body(s: &State, body: Body) -> Result<Bytes, InferError> {
     let limit = s.opts.limits.max_body_bytes;
-    match http_body_util::Limited::new(body, limit).collect().await {
+    let read = http_body_util::Limited::new(body, limit).collect();
+    let Ok(r) = tokio::time::timeout(s.opts.limits.body_read_timeout, read).await else {
+        return Err(InferError::new(ErrorKind::SlowBody, "the request body did not arrive in time"));
+    };
+    match r {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(
             InferError::new(ErrorKind::TooLarge, format!("request body over the {limit}-byte limit")),

@@ -27,7 +27,7 @@ pub(crate) fn status(e: &InferError) -> Status {
         ErrorKind::InvalidArgument => Code::InvalidArgument,
         ErrorKind::NotFound => Code::NotFound,
         ErrorKind::Unavailable => Code::Unavailable,
-        ErrorKind::Timeout => Code::DeadlineExceeded,
+        ErrorKind::Timeout | ErrorKind::SlowBody => Code::DeadlineExceeded,
         ErrorKind::TooLarge => Code::ResourceExhausted,
         ErrorKind::Forbidden => Code::PermissionDenied,
         ErrorKind::Internal => Code::Internal,
