@@ -284,7 +284,7 @@ def main():
                     exe = os.path.join(os.path.dirname(sys.executable), "schemathesis")
                     r = subprocess.run([exe, *extra, "run", f"http://{addr}/openapi.json",
                                         "--checks", "not_a_server_error", "-n", "40", "-w", "1",
-                                        "--no-color"], capture_output=True, text=True, timeout=900)
+                                        "--no-color"], capture_output=True, text=True, timeout=900, cwd=d)
                     cases = [l.strip() for l in r.stdout.splitlines() if "generated" in l]
                     print(f"schemathesis ({label}): {cases[-1] if cases else '?'}", flush=True)
                     check(f"schemathesis ({label}): no 5xx", r.returncode == 0,

@@ -28,7 +28,10 @@ fn mlp_rows(a: &[Vec<f32>], rows: &[usize]) -> Vec<Vec<f64>> {
                 *hj = acc.max(0.0);
             }
             let mut o: Vec<f64> = (0..10)
-                .map(|j| f64::from(b2[j]) + (0..512).map(|k| h[k] * f64::from(w2[k * 10 + j])).sum::<f64>())
+                .map(|j| {
+                    f64::from(b2[j])
+                        + (0..512).map(|k| h[k] * f64::from(w2[k * 10 + j])).sum::<f64>()
+                })
                 .collect();
             let m = o.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let s: f64 = o.iter().map(|v| (v - m).exp()).sum();

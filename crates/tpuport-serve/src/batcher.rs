@@ -277,7 +277,8 @@ impl Batcher {
             it.fail(InferError::new(ErrorKind::Unavailable, "the server is shutting down"));
         }
         s.cv.notify_all();
-        let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
+        let handles =
+            std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
         for h in handles {
             let _ = h.join();
         }
@@ -374,7 +375,8 @@ fn expire(s: &Shared, st: &mut QState) {
     let mut expired = Vec::new();
     for level in &mut st.levels {
         level.retain(|it| {
-            let late = it.deadline.is_some_and(|d| now >= d) && it.taken.load(Ordering::Relaxed) == 0;
+            let late =
+                it.deadline.is_some_and(|d| now >= d) && it.taken.load(Ordering::Relaxed) == 0;
             if late {
                 expired.push(it.clone());
             }
@@ -444,7 +446,9 @@ fn execute(
             buf.clear();
             for p in pieces {
                 let src = &p.item.inputs[i];
-                buf.extend_from_slice(&src[p.start * sig.row_bytes..(p.start + p.len) * sig.row_bytes]);
+                buf.extend_from_slice(
+                    &src[p.start * sig.row_bytes..(p.start + p.len) * sig.row_bytes],
+                );
             }
             buf.resize(bucket.rows * sig.row_bytes, 0);
             buf
@@ -460,5 +464,20 @@ fn execute(
         })
         .collect();
     let outs = bucket.exe.execute_one(&args)?;
-    outs.iter().map(|o| Ok(Bytes::from(o.to_host()?.into_data()))).collect()
+    outs.iter()
+        .zip(&model.outputs)
+        .map(|(o, sig)| {
+            let data = o.to_host()?.into_data();
+            // Checked at load; kept so a plugin surprise fails the batch instead of a worker.
+            if data.len() != bucket.rows * sig.row_bytes {
+                return Err(tpuport_pjrt::PjrtError::InvalidArgument(format!(
+                    "output `{}`: {} bytes, expected {}",
+                    sig.name,
+                    data.len(),
+                    bucket.rows * sig.row_bytes
+                )));
+            }
+            Ok(Bytes::from(data))
+        })
+        .collect()
 }

@@ -144,7 +144,9 @@ fn put(out: &mut Vec<u8>, dtype: DType, v: Num) -> Result<(), String> {
     macro_rules! int {
         ($t:ty) => {{
             let x = as_i128(v)?;
-            let y = <$t>::try_from(x).map_err(|_| format!("{x} is out of range for {}", wire::name(dtype).unwrap_or("?")))?;
+            let y = <$t>::try_from(x).map_err(|_| {
+                format!("{x} is out of range for {}", wire::name(dtype).unwrap_or("?"))
+            })?;
             out.extend_from_slice(&y.to_le_bytes());
         }};
     }

@@ -229,8 +229,8 @@ impl ModelConfig {
     /// [`ServeError::Config`] naming the file and the field.
     pub fn read(path: &Path) -> Result<ModelConfig, ServeError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServeError::io(path, e))?;
-        let cfg: ModelConfig =
-            toml::from_str(&text).map_err(|e| ServeError::config(path, one_line(&e.to_string())))?;
+        let cfg: ModelConfig = toml::from_str(&text)
+            .map_err(|e| ServeError::config(path, one_line(&e.to_string())))?;
         cfg.check(path)?;
         Ok(cfg)
     }
@@ -288,7 +288,10 @@ impl ModelConfig {
             }
             for k in modules.keys() {
                 let n: u64 = k.parse().map_err(|_| {
-                    ServeError::config(path, format!("model.modules: key {k:?} is not a bucket size"))
+                    ServeError::config(
+                        path,
+                        format!("model.modules: key {k:?} is not a bucket size"),
+                    )
                 })?;
                 if !b.buckets.is_empty() && !b.buckets.contains(&n) {
                     return Err(ServeError::config(
@@ -365,10 +368,7 @@ mod tests {
             ("[model]\nkind=\"lowered\"\npath=\"m\"\n[batching]\ninstances=0\n", "instances"),
             ("[model]\nkind=\"zip\"\npath=\"m\"\n", "unknown variant"),
             ("[model]\nkind=\"lowered\"\npath=\"m\"\nextra=1\n", "unknown field"),
-            (
-                "[model]\nkind=\"stablehlo\"\nmodules={\"x\"=\"a.mlir\"}\n",
-                "not a bucket size",
-            ),
+            ("[model]\nkind=\"stablehlo\"\nmodules={\"x\"=\"a.mlir\"}\n", "not a bucket size"),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Latency buckets in seconds: 50 µs … 10 s.
 pub const LATENCY_BOUNDS: &[f64] = &[
-    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-    0.5, 1.0, 2.5, 5.0, 10.0,
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0,
 ];
 /// Batch-size buckets (rows).
 pub const BATCH_BOUNDS: &[f64] =
@@ -187,28 +187,89 @@ impl Registry {
         use names::*;
         let r = Registry { families: Mutex::new(BTreeMap::new()) };
         let h = Kind::Histogram;
-        r.declare(REQUESTS, "Requests answered, by status code.", &["model", "protocol", "code"], Kind::Counter);
-        r.declare(REQUEST_DURATION, "Time from arrival to response, seconds.", &["model", "protocol"], h(LATENCY_BOUNDS));
-        r.declare(QUEUE_DURATION, "Time a request waited before its batch ran, seconds.", &["model"], h(LATENCY_BOUNDS));
-        r.declare(COMPUTE_DURATION, "Time of one batch (upload, execute, download), seconds.", &["model", "bucket"], h(LATENCY_BOUNDS));
+        r.declare(
+            REQUESTS,
+            "Requests answered, by status code.",
+            &["model", "protocol", "code"],
+            Kind::Counter,
+        );
+        r.declare(
+            REQUEST_DURATION,
+            "Time from arrival to response, seconds.",
+            &["model", "protocol"],
+            h(LATENCY_BOUNDS),
+        );
+        r.declare(
+            QUEUE_DURATION,
+            "Time a request waited before its batch ran, seconds.",
+            &["model"],
+            h(LATENCY_BOUNDS),
+        );
+        r.declare(
+            COMPUTE_DURATION,
+            "Time of one batch (upload, execute, download), seconds.",
+            &["model", "bucket"],
+            h(LATENCY_BOUNDS),
+        );
         r.declare(BATCH_SIZE, "Real rows per executed batch.", &["model"], h(BATCH_BOUNDS));
-        r.declare(PADDING_RATIO, "Padded rows over bucket rows per executed batch.", &["model"], h(RATIO_BOUNDS));
+        r.declare(
+            PADDING_RATIO,
+            "Padded rows over bucket rows per executed batch.",
+            &["model"],
+            h(RATIO_BOUNDS),
+        );
         r.declare(EXECUTIONS, "Batches executed.", &["model", "bucket"], Kind::Counter);
         r.declare(QUEUE_DEPTH, "Requests waiting in the model's queue.", &["model"], Kind::Gauge);
         r.declare(INFLIGHT, "Batches executing now.", &["model"], Kind::Gauge);
-        r.declare(REJECTIONS, "Requests refused or dropped, by reason.", &["model", "reason"], Kind::Counter);
-        r.declare(COMPILE_CACHE, "Executables obtained at load, by executable-cache status.", &["model", "status"], Kind::Counter);
-        r.declare(COMPILE_SECONDS, "Seconds to compile or load a bucket's executable.", &["model", "bucket"], Kind::Gauge);
-        r.declare(COMPILES_AFTER_READY, "Programs compiled or loaded after the server turned ready.", &[], Kind::Counter);
-        r.declare(SHAPE_DRIFT, "Requests whose input shape or batch size falls outside the configured buckets.", &["model", "input", "kind"], Kind::Counter);
+        r.declare(
+            REJECTIONS,
+            "Requests refused or dropped, by reason.",
+            &["model", "reason"],
+            Kind::Counter,
+        );
+        r.declare(
+            COMPILE_CACHE,
+            "Executables obtained at load, by executable-cache status.",
+            &["model", "status"],
+            Kind::Counter,
+        );
+        r.declare(
+            COMPILE_SECONDS,
+            "Seconds to compile or load a bucket's executable.",
+            &["model", "bucket"],
+            Kind::Gauge,
+        );
+        r.declare(
+            COMPILES_AFTER_READY,
+            "Programs compiled or loaded after the server turned ready.",
+            &[],
+            Kind::Counter,
+        );
+        r.declare(
+            SHAPE_DRIFT,
+            "Requests whose input shape or batch size falls outside the configured buckets.",
+            &["model", "input", "kind"],
+            Kind::Counter,
+        );
         r.declare(MODEL_READY, "1 when the model is ready.", &["model"], Kind::Gauge);
         r.declare(SERVER_READY, "1 when the server is ready.", &[], Kind::Gauge);
-        r.declare(DEVICE_MEMORY, "Device memory reported by the PJRT plugin, bytes.", &["device", "kind"], Kind::Gauge);
+        r.declare(
+            DEVICE_MEMORY,
+            "Device memory reported by the PJRT plugin, bytes.",
+            &["device", "kind"],
+            Kind::Gauge,
+        );
         r.declare(WEIGHT_BYTES, "Weight bytes held on the device.", &["model"], Kind::Gauge);
         r
     }
 
-    fn declare(&self, name: &'static str, help: &'static str, labels: &'static [&'static str], kind: Kind) {
+    fn declare(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        labels: &'static [&'static str],
+        kind: Kind,
+    ) {
         self.lock().insert(name, Family { help, labels, kind, cells: BTreeMap::new() });
     }
 
@@ -341,7 +402,10 @@ mod tests {
         h.observe(8.0);
         h.observe(5000.0);
         let t = r.render();
-        assert!(t.contains("tpuport_requests_total{model=\"m\",protocol=\"http\",code=\"200\"} 3\n"), "{t}");
+        assert!(
+            t.contains("tpuport_requests_total{model=\"m\",protocol=\"http\",code=\"200\"} 3\n"),
+            "{t}"
+        );
         assert!(t.contains("tpuport_queue_depth{model=\"m\"} 2\n"));
         assert!(t.contains("tpuport_batch_size_bucket{model=\"m\",le=\"2\"} 0\n"));
         assert!(t.contains("tpuport_batch_size_bucket{model=\"m\",le=\"4\"} 1\n"));

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tpuport_model::DType;
-use tpuport_pjrt::{Buffer, CacheStatus, Client, CompileOptions, Device, LoadedExecutable, Program};
+use tpuport_pjrt::{
+    Buffer, CacheStatus, Client, CompileOptions, Device, LoadedExecutable, Program,
+};
 
 use crate::error::{InferError, ServeError};
 use crate::metrics::{Registry, names};
@@ -116,7 +118,9 @@ pub(crate) fn load(
                 x.what == y.what
                     && x.dtype == y.dtype
                     && row_of(&x.shape, b.size) == row_of(&y.shape, first.size)
-                    || matches!(x.what, ArgPlan::Weight(_)) && x.what == y.what && x.shape == y.shape
+                    || matches!(x.what, ArgPlan::Weight(_))
+                        && x.what == y.what
+                        && x.shape == y.shape
             });
         let same_results = b.results.len() == first.results.len()
             && b.results.iter().zip(&first.results).all(|(x, y)| {
@@ -186,7 +190,18 @@ pub(crate) fn load(
                 outputs.len()
             )));
         }
-        let rows = usize::try_from(b.size.unwrap_or(1)).map_err(|_| err("bucket too large".into()))?;
+        for (o, sig) in info.iter().zip(&outputs) {
+            let mut want: Vec<u64> = b.size.into_iter().collect();
+            want.extend_from_slice(&sig.row_shape);
+            if o.dtype != sig.dtype || o.dims != want {
+                return Err(err(format!(
+                    "{}: output `{}` is {}{:?} in the executable, {}{want:?} in the signature",
+                    b.origin, sig.name, o.dtype, o.dims, sig.dtype
+                )));
+            }
+        }
+        let rows =
+            usize::try_from(b.size.unwrap_or(1)).map_err(|_| err("bucket too large".into()))?;
         buckets.push(Bucket { rows, label, exe });
     }
     Ok(Arc::new(Model {
@@ -234,11 +249,7 @@ fn rename(
         return Ok(());
     }
     if cfg.len() != sigs.len() {
-        return Err(format!(
-            "config lists {} {what}s, the program has {}",
-            cfg.len(),
-            sigs.len()
-        ));
+        return Err(format!("config lists {} {what}s, the program has {}", cfg.len(), sigs.len()));
     }
     for (s, c) in sigs.iter_mut().zip(cfg) {
         if let Some(dt) = &c.datatype
@@ -300,11 +311,10 @@ impl Model {
                 "input `{name}`: datatype {datatype}, the model takes {want}"
             )));
         }
-        let dims: Vec<u64> = shape
-            .iter()
-            .map(|&d| u64::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| InferError::invalid(format!("input `{name}`: negative dimension in {shape:?}")))?;
+        let dims: Vec<u64> =
+            shape.iter().map(|&d| u64::try_from(d)).collect::<Result<_, _>>().map_err(|_| {
+                InferError::invalid(format!("input `{name}`: negative dimension in {shape:?}"))
+            })?;
         let (rows, row) = if self.batched {
             match dims.split_first() {
                 Some((&n, rest)) => (n, rest),

@@ -387,7 +387,11 @@ fn plan_onnx(
         buckets.push(BucketPlan {
             size,
             program: low.mlir.into_bytes(),
-            origin: format!("{} lowered{}", path.display(), size.map_or(String::new(), |s| format!(" at batch {s}"))),
+            origin: format!(
+                "{} lowered{}",
+                path.display(),
+                size.map_or(String::new(), |s| format!(" at batch {s}"))
+            ),
             args,
             results,
         });

@@ -140,10 +140,7 @@ fn ready_answer(s: &State, name: &str, version: Option<&str>) -> Response {
 }
 
 async fn openapi() -> Response {
-    (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        crate::OPENAPI,
-    )
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], crate::OPENAPI)
         .into_response()
 }
 
@@ -182,7 +179,12 @@ struct RestOutput {
     parameters: Option<BTreeMap<String, Value>>,
 }
 
-async fn infer(AxState(s): St, Path(name): Path<String>, headers: HeaderMap, body: Body) -> Response {
+async fn infer(
+    AxState(s): St,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     infer_any(s, name, None, headers, body).await
 }
 
@@ -219,13 +221,19 @@ async fn read_body(s: &State, body: Body) -> Result<Bytes, InferError> {
     let limit = s.opts.limits.max_body_bytes;
     let read = http_body_util::Limited::new(body, limit).collect();
     let Ok(r) = tokio::time::timeout(s.opts.limits.body_read_timeout, read).await else {
-        return Err(InferError::new(ErrorKind::SlowBody, "the request body did not arrive in time"));
+        return Err(InferError::new(
+            ErrorKind::SlowBody,
+            "the request body did not arrive in time",
+        ));
     };
     match r {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(
-            InferError::new(ErrorKind::TooLarge, format!("request body over the {limit}-byte limit")),
-        ),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(InferError::new(
+                ErrorKind::TooLarge,
+                format!("request body over the {limit}-byte limit"),
+            ))
+        }
         Err(e) => Err(InferError::invalid(format!("reading the request body: {e}"))),
     }
 }
@@ -241,10 +249,9 @@ fn param_bool(p: Option<&BTreeMap<String, Value>>, k: &str) -> Result<Option<boo
 fn param_u64(p: Option<&BTreeMap<String, Value>>, k: &str) -> Result<Option<u64>, InferError> {
     match p.and_then(|p| p.get(k)) {
         None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| InferError::invalid(format!("parameter `{k}` must be a non-negative integer"))),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            InferError::invalid(format!("parameter `{k}` must be a non-negative integer"))
+        }),
     }
 }
 
@@ -260,11 +267,10 @@ async fn infer_inner(
     let json_len = match headers.get(HEADER_LENGTH) {
         None => body.len(),
         Some(v) => {
-            let n: usize = v
-                .to_str()
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-                .ok_or_else(|| InferError::invalid("Inference-Header-Content-Length is not a number"))?;
+            let n: usize =
+                v.to_str().ok().and_then(|t| t.trim().parse().ok()).ok_or_else(|| {
+                    InferError::invalid("Inference-Header-Content-Length is not a number")
+                })?;
             if n > body.len() {
                 return Err(InferError::invalid(format!(
                     "Inference-Header-Content-Length {n} is past the body's {} bytes",
@@ -282,7 +288,8 @@ async fn infer_inner(
     let mut offset = json_len;
     let mut decoded = Vec::with_capacity(req.inputs.len());
     for inp in &req.inputs {
-        let (index, rows, elements) = model.check_input(&inp.name, &inp.datatype, &inp.shape, max)?;
+        let (index, rows, elements) =
+            model.check_input(&inp.name, &inp.datatype, &inp.shape, max)?;
         let sig = &model.inputs[index];
         let size = elements * wire::size(sig.dtype);
         let data = match param_u64(inp.parameters.as_ref(), "binary_data_size")? {
@@ -405,7 +412,10 @@ fn authorized(s: &State, headers: &HeaderMap) -> Result<(), InferError> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
-        return Err(InferError::new(ErrorKind::Forbidden, "model control needs a valid bearer token"));
+        return Err(InferError::new(
+            ErrorKind::Forbidden,
+            "model control needs a valid bearer token",
+        ));
     }
     Ok(())
 }
@@ -445,7 +455,10 @@ async fn repository_load(AxState(s): St, Path(name): Path<String>, headers: Head
         return error_response(&e);
     }
     if s.is_draining() {
-        return error_response(&InferError::new(ErrorKind::Unavailable, "the server is shutting down"));
+        return error_response(&InferError::new(
+            ErrorKind::Unavailable,
+            "the server is shutting down",
+        ));
     }
     if !s.repo.model_names().unwrap_or_default().contains(&name) {
         return error_response(&crate::state::not_found(&name));
@@ -458,12 +471,19 @@ async fn repository_load(AxState(s): St, Path(name): Path<String>, headers: Head
     let r = tokio::task::spawn_blocking(move || st.load_model(&n, &crate::NoReport)).await;
     match r {
         Ok(Ok(())) => empty(StatusCode::OK),
-        Ok(Err(e)) => error_response(&InferError::invalid(format!("loading `{name}` failed: {}", e.to_string().replace(&*s.repo.root().to_string_lossy(), "<repository>")))),
+        Ok(Err(e)) => error_response(&InferError::invalid(format!(
+            "loading `{name}` failed: {}",
+            e.to_string().replace(&*s.repo.root().to_string_lossy(), "<repository>")
+        ))),
         Err(_) => error_response(&InferError::new(ErrorKind::Internal, "the load task failed")),
     }
 }
 
-async fn repository_unload(AxState(s): St, Path(name): Path<String>, headers: HeaderMap) -> Response {
+async fn repository_unload(
+    AxState(s): St,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if let Err(e) = authorized(&s, &headers) {
         return error_response(&e);
     }

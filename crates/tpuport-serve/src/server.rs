@@ -53,7 +53,8 @@ async fn grpc_health(AxState(s): AxState<Arc<State>>, req: Request) -> Response 
 }
 
 async fn not_found() -> Response {
-    let mut r = crate::rest::error_response(&InferError::new(ErrorKind::NotFound, "no such endpoint"));
+    let mut r =
+        crate::rest::error_response(&InferError::new(ErrorKind::NotFound, "no such endpoint"));
     *r.status_mut() = StatusCode::NOT_FOUND;
     r
 }
@@ -91,7 +92,8 @@ pub async fn serve_state(
     reporter.listening(local);
     let stop = Arc::new(Notify::new());
     let graceful = Arc::new(GracefulShutdown::new());
-    let acceptor = tokio::spawn(accept_loop(listener, state.clone(), stop.clone(), graceful.clone()));
+    let acceptor =
+        tokio::spawn(accept_loop(listener, state.clone(), stop.clone(), graceful.clone()));
 
     let names = if state.opts.models.is_empty() {
         state.repo.model_names()?

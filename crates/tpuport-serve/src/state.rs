@@ -130,15 +130,11 @@ impl State {
         self.compiles_after_ready.get()
     }
 
-    pub(crate) fn read_models(
-        &self,
-    ) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Entry>> {
+    pub(crate) fn read_models(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Entry>> {
         self.models.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn write_models(
-        &self,
-    ) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Entry>> {
+    pub(crate) fn write_models(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Entry>> {
         self.models.write().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -169,7 +165,8 @@ impl State {
             let plan = self.repo.plan(name)?;
             let cfg = plan.cfg.clone();
             let n_buckets = plan.buckets.len() as u64;
-            let model = crate::model::load(plan, self.client()?, self.opts.cache.as_ref(), &self.metrics)?;
+            let model =
+                crate::model::load(plan, self.client()?, self.opts.cache.as_ref(), &self.metrics)?;
             if after_ready {
                 self.compiles_after_ready.add(n_buckets);
             }
@@ -187,12 +184,17 @@ impl State {
                 over_max: model
                     .inputs
                     .iter()
-                    .map(|i| self.metrics.counter(names::SHAPE_DRIFT, &[name, &i.name, "batch_over_max"]))
+                    .map(|i| {
+                        self.metrics.counter(names::SHAPE_DRIFT, &[name, &i.name, "batch_over_max"])
+                    })
                     .collect(),
                 not_bucket: model
                     .inputs
                     .iter()
-                    .map(|i| self.metrics.counter(names::SHAPE_DRIFT, &[name, &i.name, "batch_not_bucket"]))
+                    .map(|i| {
+                        self.metrics
+                            .counter(names::SHAPE_DRIFT, &[name, &i.name, "batch_not_bucket"])
+                    })
                     .collect(),
             });
             let batcher = Arc::new(Batcher::start(model.clone(), knobs, &self.metrics));
@@ -220,7 +222,10 @@ impl State {
             match models.get(name) {
                 None => return Err(not_found(name)),
                 Some(Entry::Loading) => {
-                    return Err(InferError::new(ErrorKind::Unavailable, format!("model `{name}` is loading")));
+                    return Err(InferError::new(
+                        ErrorKind::Unavailable,
+                        format!("model `{name}` is loading"),
+                    ));
                 }
                 _ => {}
             }
@@ -254,10 +259,9 @@ impl State {
                 }
                 Ok((model.clone(), batcher.clone(), drift.clone()))
             }
-            Some(Entry::Loading) => Err(InferError::new(
-                ErrorKind::Unavailable,
-                format!("model `{name}` is loading"),
-            )),
+            Some(Entry::Loading) => {
+                Err(InferError::new(ErrorKind::Unavailable, format!("model `{name}` is loading")))
+            }
             Some(Entry::Failed(_) | Entry::Unloaded) => Err(InferError::new(
                 ErrorKind::Unavailable,
                 format!("model `{name}` is not loaded"),

@@ -25,7 +25,10 @@ fn dashboard_queries_name_only_exported_metrics() {
         assert!(ids.insert(p["id"].as_u64().unwrap()), "duplicate panel id");
         assert!(!p["title"].as_str().unwrap().is_empty());
         let g = &p["gridPos"];
-        assert!(g["w"].as_u64().unwrap() > 0 && g["x"].as_u64().unwrap() + g["w"].as_u64().unwrap() <= 24);
+        assert!(
+            g["w"].as_u64().unwrap() > 0
+                && g["x"].as_u64().unwrap() + g["w"].as_u64().unwrap() <= 24
+        );
         let targets = p["targets"].as_array().unwrap();
         assert!(!targets.is_empty(), "{}", p["title"]);
         for t in targets {

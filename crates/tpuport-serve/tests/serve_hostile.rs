@@ -22,7 +22,9 @@ fn hostile_requests_get_4xx_and_the_server_keeps_serving() {
     let hl = |n: usize| vec![("Inference-Header-Content-Length", n.to_string())];
     let json = |v: serde_json::Value| v.to_string().into_bytes();
     let f32_in = |shape: serde_json::Value, dt: &str, data: serde_json::Value| {
-        json(serde_json::json!({"inputs": [{"name": "x", "shape": shape, "datatype": dt, "data": data}]}))
+        json(
+            serde_json::json!({"inputs": [{"name": "x", "shape": shape, "datatype": dt, "data": data}]}),
+        )
     };
     let zeros: Vec<f32> = vec![0.0; 784];
     let cases: Vec<(&str, &str, Vec<(&str, String)>, Vec<u8>, u16)> = vec![
@@ -74,7 +76,8 @@ fn hostile_requests_get_4xx_and_the_server_keeps_serving() {
     }
     // Transport-level garbage: a 4xx or a closed connection, never a 5xx.
     let addr = srv.addr;
-    let huge_header = format!("GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000));
+    let huge_header =
+        format!("GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(200_000));
     let chunked_over = {
         let mut v = b"POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
         for _ in 0..40 {

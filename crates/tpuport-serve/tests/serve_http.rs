@@ -98,11 +98,17 @@ fn endpoints_json_and_binary_infer_match_the_reference() {
         Some(3.0)
     );
     assert_eq!(
-        metric(&text, "tpuport_shape_drift_total{model=\"mlp\",input=\"x\",kind=\"batch_over_max\"}"),
+        metric(
+            &text,
+            "tpuport_shape_drift_total{model=\"mlp\",input=\"x\",kind=\"batch_over_max\"}"
+        ),
         Some(1.0)
     );
     assert_eq!(
-        metric(&text, "tpuport_shape_drift_total{model=\"mlp\",input=\"x\",kind=\"batch_not_bucket\"}"),
+        metric(
+            &text,
+            "tpuport_shape_drift_total{model=\"mlp\",input=\"x\",kind=\"batch_not_bucket\"}"
+        ),
         Some(1.0)
     );
     assert_eq!(metric(&text, "tpuport_executions_total{model=\"mlp\",bucket=\"128\"}"), Some(3.0));
@@ -116,7 +122,8 @@ fn endpoints_json_and_binary_infer_match_the_reference() {
 #[test]
 fn hammering_with_distinct_inputs_gives_every_client_its_own_answer() {
     let tmp = tempfile::tempdir().unwrap();
-    let mlp = std::sync::Arc::new(mlp_repo(tmp.path(), "mlp", "max_queue_delay_us = 500\ninstances = 3"));
+    let mlp =
+        std::sync::Arc::new(mlp_repo(tmp.path(), "mlp", "max_queue_delay_us = 500\ninstances = 3"));
     let srv = Running::start(options(tmp.path()));
     let addr = srv.addr;
     let threads: Vec<_> = (0..8u64)
@@ -147,7 +154,8 @@ fn hammering_with_distinct_inputs_gives_every_client_its_own_answer() {
     let text = srv.metrics();
     assert_eq!(metric(&text, "tpuport_compiles_after_ready_total"), Some(0.0));
     // Batching happened: fewer executions than requests.
-    let execs = metric(&text, "tpuport_executions_total{model=\"mlp\",bucket=\"128\"}").unwrap_or(0.0)
+    let execs = metric(&text, "tpuport_executions_total{model=\"mlp\",bucket=\"128\"}")
+        .unwrap_or(0.0)
         + metric(&text, "tpuport_executions_total{model=\"mlp\",bucket=\"1\"}").unwrap_or(0.0);
     assert!(execs < 160.0, "{execs} executions for 160 requests");
     srv.stop().unwrap();
@@ -210,7 +218,11 @@ fn a_request_timeout_in_the_queue_is_a_counted_503() {
 #[test]
 fn shutdown_under_load_loses_no_accepted_request() {
     let tmp = tempfile::tempdir().unwrap();
-    let mlp = std::sync::Arc::new(mlp_repo(tmp.path(), "mlp", "max_queue_delay_us = 2000\ninstances = 2"));
+    let mlp = std::sync::Arc::new(mlp_repo(
+        tmp.path(),
+        "mlp",
+        "max_queue_delay_us = 2000\ninstances = 2",
+    ));
     let mut srv = Running::start(options(tmp.path()));
     let addr = srv.addr;
     let state = srv.state.clone();
@@ -227,10 +239,12 @@ fn shutdown_under_load_loses_no_accepted_request() {
                     let x = values(rows * 784, t * 10_000 + i);
                     let (h, b) = binary_infer(&x, rows, "");
                     match common::request(addr, "POST", "/v2/models/mlp/infer", &h, &b) {
-                        Ok(r) if r.status == 200 => match mlp.check(&x, &le_f32(r.tail()), &[rows - 1]) {
-                            Ok(()) => ok += 1,
-                            Err(e) => bad.push(e),
-                        },
+                        Ok(r) if r.status == 200 => {
+                            match mlp.check(&x, &le_f32(r.tail()), &[rows - 1]) {
+                                Ok(()) => ok += 1,
+                                Err(e) => bad.push(e),
+                            }
+                        }
                         Ok(r) if r.status == 503 => unavailable += 1,
                         Ok(r) => bad.push(format!("status {}", r.status)),
                         Err(_) => {
@@ -255,8 +269,10 @@ fn shutdown_under_load_loses_no_accepted_request() {
         unavailable += u;
     }
     let text = state.metrics().render();
-    let served = metric(&text, "tpuport_requests_total{model=\"mlp\",protocol=\"http\",code=\"200\"}");
-    let refused = metric(&text, "tpuport_requests_total{model=\"mlp\",protocol=\"http\",code=\"503\"}");
+    let served =
+        metric(&text, "tpuport_requests_total{model=\"mlp\",protocol=\"http\",code=\"200\"}");
+    let refused =
+        metric(&text, "tpuport_requests_total{model=\"mlp\",protocol=\"http\",code=\"503\"}");
     assert!(ok > 0);
     assert_eq!(served, Some(ok as f64), "answered 200 by the server vs received");
     assert_eq!(refused.unwrap_or(0.0), unavailable as f64, "answered 503 vs received");

@@ -51,7 +51,11 @@ macro_rules! unary {
 }
 
 /// Dispatches one `inference.GRPCInferenceService` call.
-pub(crate) async fn inference(state: Arc<State>, method: &str, req: http::Request<Body>) -> Response {
+pub(crate) async fn inference(
+    state: Arc<State>,
+    method: &str,
+    req: http::Request<Body>,
+) -> Response {
     use proto::*;
     match method {
         "ServerLive" => unary!(state, req, ServerLiveRequest, ServerLiveResponse, server_live),
@@ -81,7 +85,10 @@ async fn health_check(
     Ok(proto::HealthCheckResponse { status: if s.is_ready() { 1 } else { 2 } })
 }
 
-async fn server_live(_: &State, _: proto::ServerLiveRequest) -> Result<proto::ServerLiveResponse, Status> {
+async fn server_live(
+    _: &State,
+    _: proto::ServerLiveRequest,
+) -> Result<proto::ServerLiveResponse, Status> {
     Ok(proto::ServerLiveResponse { live: true })
 }
 
@@ -151,7 +158,9 @@ fn param_u64(p: &HashMap<String, InferParameter>, k: &str) -> Result<Option<u64>
         None => Ok(None),
         Some(ParameterChoice::Int64Param(x)) if *x >= 0 => Ok(Some(x.unsigned_abs())),
         Some(ParameterChoice::Uint64Param(x)) => Ok(Some(*x)),
-        Some(_) => Err(InferError::invalid(format!("parameter `{k}` must be a non-negative integer"))),
+        Some(_) => {
+            Err(InferError::invalid(format!("parameter `{k}` must be a non-negative integer")))
+        }
     }
 }
 
@@ -169,9 +178,8 @@ async fn infer_inner(s: &State, r: ModelInferRequest) -> Result<ModelInferRespon
     }
     let mut decoded = Vec::with_capacity(r.inputs.len());
     for (i, inp) in r.inputs.iter().enumerate() {
-        let (index, rows, elements) = model
-            .check_input(&inp.name, &inp.datatype, &inp.shape, max)
-            .map_err(|e| status(&e))?;
+        let (index, rows, elements) =
+            model.check_input(&inp.name, &inp.datatype, &inp.shape, max).map_err(|e| status(&e))?;
         let dtype = model.inputs[index].dtype;
         let need = elements * wire::size(dtype);
         let data = if raw {
@@ -218,7 +226,8 @@ async fn infer_inner(s: &State, r: ModelInferRequest) -> Result<ModelInferRespon
             .collect::<Result<_, _>>()?
     };
     let rows = decoded.first().map_or(0, |d| d.rows);
-    let outs = s.infer(&model, &batcher, &drift, decoded, &schedule).await.map_err(|e| status(&e))?;
+    let outs =
+        s.infer(&model, &batcher, &drift, decoded, &schedule).await.map_err(|e| status(&e))?;
     let mut outputs = Vec::with_capacity(wanted.len());
     let mut raw_out = Vec::with_capacity(wanted.len());
     for i in wanted {
@@ -254,7 +263,9 @@ fn from_contents(
 ) -> Result<Vec<u8>, InferError> {
     use tpuport_model::DType as D;
     let wrong = |field: &str, n: usize| {
-        InferError::invalid(format!("input `{name}`: {field} holds {n} values, the shape needs {elements}"))
+        InferError::invalid(format!(
+            "input `{name}`: {field} holds {n} values, the shape needs {elements}"
+        ))
     };
     let range = |v: i128| InferError::invalid(format!("input `{name}`: {v} is out of range"));
     let mut out = Vec::with_capacity(elements * wire::size(dtype));

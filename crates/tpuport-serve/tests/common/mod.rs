@@ -2,7 +2,13 @@
 //! a raw HTTP/1.1 client (so hostile requests can be sent byte for byte), and the MLP's host
 //! reference.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, unreachable_pub, clippy::missing_panics_doc)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    unreachable_pub,
+    clippy::missing_panics_doc
+)]
 
 use std::borrow::Cow;
 use std::io::{Read, Write};
@@ -35,7 +41,8 @@ pub fn mlp_repo(root: &Path, name: &str, batching: &str) -> Mlp {
     let mut ts = Vec::new();
     let mut w = Vec::new();
     for (i, n) in names.iter().enumerate() {
-        let t = tpuport_formats::npy::read_npy(&fx.join(format!("mlp_b1/inputs/arg{i}.npy"))).unwrap();
+        let t =
+            tpuport_formats::npy::read_npy(&fx.join(format!("mlp_b1/inputs/arg{i}.npy"))).unwrap();
         w.push(f32s(t.data()));
         ts.push(tpuport_formats::safetensors::TensorOut {
             name: (*n).to_owned(),
@@ -302,7 +309,11 @@ fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// A binary-extension infer request for the MLP: `x` rows of 784 f32, all outputs binary.
-pub fn binary_infer(x: &[f32], rows: usize, extra_params: &str) -> (Vec<(&'static str, String)>, Vec<u8>) {
+pub fn binary_infer(
+    x: &[f32],
+    rows: usize,
+    extra_params: &str,
+) -> (Vec<(&'static str, String)>, Vec<u8>) {
     let data: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     let head = format!(
         "{{\"inputs\":[{{\"name\":\"x\",\"shape\":[{rows},784],\"datatype\":\"FP32\",\

@@ -104,7 +104,8 @@ pub(crate) fn run(a: &ServeArgs, g: &GlobalArgs, _p: &Printer) -> anyhow::Result
     o.limits.max_connections = a.max_connections;
     o.drain_timeout = Duration::from_secs(a.drain_timeout);
     if let Some(f) = &a.control_token_file {
-        let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
         let token = text.lines().next().unwrap_or("").trim().to_owned();
         if token.len() < 16 {
             bail!("{}: the control token must be at least 16 characters", f.display());
