@@ -27,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile profile-fixtures bench-profile
+.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -82,7 +82,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport
@@ -251,3 +251,35 @@ test-wheel: wheel fixtures
 
 man: build
 	$(TPUPORT) man --out target/man
+
+# `tpuport serve`'s clients (tritonclient, schemathesis) live in their own venv: their pins may
+# clash with jax/torch in .venv.
+VENV_SERVE := .venv-serve
+REQS_SERVE := scripts/requirements-serve.txt
+$(VENV_SERVE)/.stamp: $(REQS_SERVE)
+	@test -x $(VENV_SERVE)/bin/python || $(PY) -m venv $(VENV_SERVE)
+	$(VENV_SERVE)/bin/pip install -q -r $(REQS_SERVE)
+	@touch $@
+
+venv-serve: $(VENV_SERVE)/.stamp
+
+# The served model repository (JAX MLP at buckets 1,4,8 and a model per datatype), keyed by the
+# generator script and the fixture-shaping package pins.
+SERVE_FX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat scripts/serve_fixtures.py; } 2>/dev/null | sha256sum | cut -c1-16)
+SERVE_FX_DIR  := $(CACHE_ROOT)/serve-fixtures-$(SERVE_FX_HASH)
+SERVE_FX_LINK := .cache/serve-fixtures
+
+$(SERVE_FX_DIR)/.done: $(VENV)/.stamp scripts/serve_fixtures.py
+	@rm -rf $(SERVE_FX_DIR)
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/serve_fixtures.py) --out $(SERVE_FX_DIR)
+	@touch $@
+
+serve-fixtures: $(SERVE_FX_DIR)/.done
+	@mkdir -p .cache
+	@ln -sfn $(SERVE_FX_DIR) $(SERVE_FX_LINK)
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'serve-fixtures-*' ! -name 'serve-fixtures-$(SERVE_FX_HASH)' -exec rm -rf {} + 2>/dev/null || true
+
+# tritonclient (HTTP + gRPC, sync + aio, binary + JSON, every datatype) and schemathesis against
+# `tpuport serve`; outputs compared with numpy and with `tpuport run`.
+serve-conformance: venv-serve serve-fixtures build
+	$(VENV_SERVE)/bin/python scripts/serve_conformance.py --tpuport $(TPUPORT) --fixtures $(SERVE_FX_LINK) --schemathesis

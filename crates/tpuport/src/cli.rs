@@ -101,6 +101,9 @@ pub(crate) enum Command {
     /// Compare a model's outputs with a reference (files, f32, onnxruntime), emulate TPU
     /// matmul precision, and bisect to the first divergent op.
     Validate(commands::validate::ValidateArgs),
+    /// Serve models over KServe v2 (Open Inference Protocol) REST and gRPC with bucketed
+    /// dynamic batching on a PJRT device; Prometheus metrics at /metrics.
+    Serve(commands::serve::ServeArgs),
     /// Diagnose a run from its traces, torch_xla metrics reports and debug logs, and JAX
     /// compile logs: input-bound steps, recompilations, host syncs, CPU fallbacks, top ops.
     Profile(commands::profile::ProfileArgs),

@@ -17,6 +17,7 @@ pub(crate) mod pjrt_util;
 pub(crate) mod port;
 pub(crate) mod profile;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod validate;
 
 use std::process::ExitCode;
@@ -64,6 +65,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Profile(a) => profile::run(&a, global, p),
         Command::Completions(a) => completions::run(&a, global, p),
         Command::Man(a) => man::run(&a, global, p),
+        Command::Serve(a) => serve::run(&a, global, p),
     }
 }
 

@@ -1,0 +1,378 @@
+//! Configuration: the server's options and each model's `config.toml`.
+//!
+//! A model repository is a folder with one sub-folder per model; each holds `config.toml`:
+//!
+//! ```toml
+//! # repo/mlp/config.toml
+//! version = "1"                   # optional; the only version served
+//!
+//! [model]
+//! kind = "lowered"                # a `tpuport lower` output folder (manifest.json)
+//! path = "lowered"                # relative to the model folder, never outside the repository
+//! # kind = "stablehlo": one module per bucket, weights from a safetensors file
+//! #   path = "weights.safetensors"
+//! #   modules = { "1" = "mlp_b1.mlir", "8" = "mlp_b8.mlir" }
+//! #   args = ["weight:w1", "weight:b1", "input:x"]    # what each module argument is
+//! # kind = "onnx": path = "model.onnx", lowered at start once per bucket
+//!
+//! [[input]]                       # optional: rename or check the inputs
+//! name = "x"
+//! [[output]]
+//! name = "probs"
+//!
+//! [batching]
+//! buckets = [1, 8, 32]            # compiled sizes of the leading (batch) dimension
+//! max_queue_delay_us = 500        # wait this long for more requests before running a batch
+//! max_queue_size = 256            # queued requests; more are refused with 503 + Retry-After
+//! default_timeout_ms = 0          # 0: none; a request's `timeout` parameter may only lower it
+//! instances = 2                   # executions in flight at once for this model
+//! priority_levels = 2             # request parameter `priority`: 1 (highest) … levels
+//! default_priority = 2
+//! ```
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::ServeError;
+
+/// Limits that protect the server from hostile or mistaken clients.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request body (HTTP, after any chunked decoding) and gRPC message, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest request header block, in bytes (HTTP/1 read buffer, HTTP/2 header list).
+    pub max_header_bytes: usize,
+    /// Open connections at once; more wait in the kernel's accept queue.
+    pub max_connections: usize,
+    /// Concurrent HTTP/2 streams per connection.
+    pub max_streams_per_connection: u32,
+    /// Longest time to read a request's headers.
+    pub header_read_timeout: Duration,
+    /// Longest time to read a request's body (a slow or lying client gets 408).
+    pub body_read_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_body_bytes: 64 << 20,
+            max_header_bytes: 64 << 10,
+            max_connections: 1024,
+            max_streams_per_connection: 256,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How the server starts.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The model repository.
+    pub repository: PathBuf,
+    /// Address to listen on (REST and gRPC share it). Default `127.0.0.1:8000`.
+    pub bind: SocketAddr,
+    /// PJRT plugin (default: discovery as in `tpuport run`).
+    pub plugin: Option<PathBuf>,
+    /// Executable cache; `None` compiles every bucket without caching.
+    pub cache: Option<tpuport_pjrt::ExecutableCache>,
+    /// Model control (load/unload/index): `None` keeps it off; `Some(token)` turns it on and
+    /// requires `Authorization: Bearer <token>`.
+    pub control_token: Option<String>,
+    /// Limits.
+    pub limits: Limits,
+    /// How long draining may take after SIGTERM before the remaining requests are dropped.
+    pub drain_timeout: Duration,
+    /// Only these models (default: every folder with a `config.toml`).
+    pub models: Vec<String>,
+}
+
+impl ServeOptions {
+    /// Defaults for a repository.
+    #[must_use]
+    pub fn new(repository: PathBuf) -> ServeOptions {
+        ServeOptions {
+            repository,
+            bind: SocketAddr::from(([127, 0, 0, 1], 8000)),
+            plugin: None,
+            cache: Some(tpuport_pjrt::ExecutableCache::default_location()),
+            control_token: None,
+            limits: Limits::default(),
+            drain_timeout: Duration::from_secs(30),
+            models: Vec::new(),
+        }
+    }
+}
+
+/// A model's `config.toml`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Version string served (default `"1"`).
+    #[serde(default = "one")]
+    pub version: String,
+    /// Where the program comes from.
+    pub model: ModelSource,
+    /// Inputs (optional renames and checks), in the program's input order.
+    #[serde(default, rename = "input")]
+    pub inputs: Vec<TensorConfig>,
+    /// Outputs (optional renames), in the program's result order.
+    #[serde(default, rename = "output")]
+    pub outputs: Vec<TensorConfig>,
+    /// Batching.
+    #[serde(default)]
+    pub batching: Batching,
+}
+
+fn one() -> String {
+    "1".to_owned()
+}
+
+/// The program behind a model.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ModelSource {
+    /// A `tpuport lower` output folder: `manifest.json`, one module per bucket,
+    /// `weights.safetensors`.
+    Lowered {
+        /// The folder, relative to the model folder.
+        path: String,
+    },
+    /// One StableHLO module per bucket; weights from a safetensors file.
+    Stablehlo {
+        /// The weights file (optional when no argument is a weight).
+        #[serde(default)]
+        path: Option<String>,
+        /// Bucket size → module file.
+        modules: BTreeMap<String, String>,
+        /// Each module argument: `input:NAME` or `weight:NAME` (default: every argument is an
+        /// input named `input0`, `input1`, …).
+        #[serde(default)]
+        args: Vec<String>,
+    },
+    /// An ONNX model lowered at start, once per bucket.
+    Onnx {
+        /// The `.onnx` file.
+        path: String,
+    },
+}
+
+/// An input or output entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorConfig {
+    /// Name clients use.
+    pub name: String,
+    /// Expected wire datatype (checked against the program at load).
+    #[serde(default)]
+    pub datatype: Option<String>,
+}
+
+/// Batching parameters (Triton's dynamic batcher and TF Serving's `allowed_batch_sizes`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Batching {
+    /// Bucket sizes of the leading dimension, each compiled at start.
+    #[serde(default)]
+    pub buckets: Vec<u64>,
+    /// How long the oldest queued request may wait for more rows, in microseconds.
+    #[serde(default)]
+    pub max_queue_delay_us: u64,
+    /// Queued requests at most (0: 1024).
+    #[serde(default)]
+    pub max_queue_size: usize,
+    /// Default per-request timeout in milliseconds (0: none).
+    #[serde(default)]
+    pub default_timeout_ms: u64,
+    /// Executions in flight at once (default 1).
+    #[serde(default = "one_usize")]
+    pub instances: usize,
+    /// Priority levels (default 1).
+    #[serde(default = "one_usize")]
+    pub priority_levels: usize,
+    /// Level of requests without a `priority` parameter (default: the lowest).
+    #[serde(default)]
+    pub default_priority: Option<usize>,
+}
+
+fn one_usize() -> usize {
+    1
+}
+
+impl Default for Batching {
+    fn default() -> Batching {
+        Batching {
+            buckets: Vec::new(),
+            max_queue_delay_us: 0,
+            max_queue_size: 0,
+            default_timeout_ms: 0,
+            instances: 1,
+            priority_levels: 1,
+            default_priority: None,
+        }
+    }
+}
+
+/// Largest values accepted for the batching knobs (a config is data, not a trusted program).
+const MAX_BUCKET: u64 = 1 << 20;
+const MAX_INSTANCES: usize = 64;
+const MAX_LEVELS: usize = 16;
+
+impl ModelConfig {
+    /// Reads and checks `path`.
+    ///
+    /// # Errors
+    /// [`ServeError::Config`] naming the file and the field.
+    pub fn read(path: &Path) -> Result<ModelConfig, ServeError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ServeError::io(path, e))?;
+        let cfg: ModelConfig = toml::from_str(&text)
+            .map_err(|e| ServeError::config(path, one_line(&e.to_string())))?;
+        cfg.check(path)?;
+        Ok(cfg)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), ServeError> {
+        let b = &self.batching;
+        let mut prev = 0;
+        for &s in &b.buckets {
+            if s == 0 || s > MAX_BUCKET {
+                return Err(ServeError::config(
+                    path,
+                    format!("batching.buckets: {s} is outside 1..={MAX_BUCKET}"),
+                ));
+            }
+            if s <= prev {
+                return Err(ServeError::config(
+                    path,
+                    "batching.buckets: sizes must be strictly increasing",
+                ));
+            }
+            prev = s;
+        }
+        if b.instances == 0 || b.instances > MAX_INSTANCES {
+            return Err(ServeError::config(
+                path,
+                format!("batching.instances: {} is outside 1..={MAX_INSTANCES}", b.instances),
+            ));
+        }
+        if b.priority_levels == 0 || b.priority_levels > MAX_LEVELS {
+            return Err(ServeError::config(
+                path,
+                format!(
+                    "batching.priority_levels: {} is outside 1..={MAX_LEVELS}",
+                    b.priority_levels
+                ),
+            ));
+        }
+        if let Some(d) = b.default_priority
+            && (d == 0 || d > b.priority_levels)
+        {
+            return Err(ServeError::config(
+                path,
+                format!("batching.default_priority: {d} is outside 1..={}", b.priority_levels),
+            ));
+        }
+        if b.max_queue_delay_us > 10_000_000 {
+            return Err(ServeError::config(
+                path,
+                "batching.max_queue_delay_us: more than 10 s is not a batching delay",
+            ));
+        }
+        if let ModelSource::Stablehlo { modules, args, .. } = &self.model {
+            if modules.is_empty() {
+                return Err(ServeError::config(path, "model.modules: no module listed"));
+            }
+            for k in modules.keys() {
+                let n: u64 = k.parse().map_err(|_| {
+                    ServeError::config(
+                        path,
+                        format!("model.modules: key {k:?} is not a bucket size"),
+                    )
+                })?;
+                if !b.buckets.is_empty() && !b.buckets.contains(&n) {
+                    return Err(ServeError::config(
+                        path,
+                        format!("model.modules: bucket {n} is not in batching.buckets"),
+                    ));
+                }
+            }
+            if !b.buckets.is_empty() && b.buckets.len() != modules.len() {
+                return Err(ServeError::config(
+                    path,
+                    "model.modules: need one module per bucket in batching.buckets",
+                ));
+            }
+            for a in args {
+                if !(a.starts_with("input:") || a.starts_with("weight:")) {
+                    return Err(ServeError::config(
+                        path,
+                        format!("model.args: {a:?} must be `input:NAME` or `weight:NAME`"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Queue size with the default applied.
+    #[must_use]
+    pub fn queue_size(&self) -> usize {
+        if self.batching.max_queue_size == 0 { 1024 } else { self.batching.max_queue_size }
+    }
+}
+
+/// The first line of a (possibly multi-line) parser message.
+pub(crate) fn one_line(s: &str) -> String {
+    let mut lines = s.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("invalid").trim().to_owned();
+    // toml's messages put the explanation on the last line.
+    match lines.last() {
+        Some(l) if first.starts_with("TOML parse error") => format!("{first}: {}", l.trim()),
+        _ => first,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(s: &str) -> Result<ModelConfig, ServeError> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, s).unwrap();
+        ModelConfig::read(&p)
+    }
+
+    #[test]
+    fn reads_a_full_config() {
+        let c = parse(
+            "[model]\nkind = \"lowered\"\npath = \"m\"\n[batching]\nbuckets = [1, 4]\n\
+             max_queue_delay_us = 200\ninstances = 2\npriority_levels = 2\n",
+        )
+        .unwrap();
+        assert_eq!(c.batching.buckets, vec![1, 4]);
+        assert_eq!(c.version, "1");
+        assert_eq!(c.queue_size(), 1024);
+    }
+
+    #[test]
+    fn refuses_bad_values_with_the_field() {
+        for (text, want) in [
+            ("[model]\nkind=\"lowered\"\npath=\"m\"\n[batching]\nbuckets=[4,2]\n", "increasing"),
+            ("[model]\nkind=\"lowered\"\npath=\"m\"\n[batching]\nbuckets=[0]\n", "buckets"),
+            ("[model]\nkind=\"lowered\"\npath=\"m\"\n[batching]\ninstances=0\n", "instances"),
+            ("[model]\nkind=\"zip\"\npath=\"m\"\n", "unknown variant"),
+            ("[model]\nkind=\"lowered\"\npath=\"m\"\nextra=1\n", "unknown field"),
+            ("[model]\nkind=\"stablehlo\"\nmodules={\"x\"=\"a.mlir\"}\n", "not a bucket size"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+}

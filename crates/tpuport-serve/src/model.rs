@@ -1,0 +1,348 @@
+//! A loaded model: one executable per bucket (through the executable cache), weights uploaded
+//! once as device buffers, and the signature clients see.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tpuport_model::DType;
+use tpuport_pjrt::{
+    Buffer, CacheStatus, Client, CompileOptions, Device, LoadedExecutable, Program,
+};
+
+use crate::error::{InferError, ServeError};
+use crate::metrics::{Registry, names};
+use crate::repo::{ArgPlan, Plan};
+use crate::wire;
+
+/// One input or output as clients see it.
+#[derive(Clone, Debug)]
+pub struct TensorSig {
+    /// Name.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape of one row (batched models) or of the whole tensor (unbatched).
+    pub row_shape: Vec<u64>,
+    /// Bytes of one row (or of the whole tensor).
+    pub row_bytes: usize,
+}
+
+impl TensorSig {
+    /// The shape in metadata: `-1` for the batch dimension of a batched model.
+    #[must_use]
+    pub fn metadata_shape(&self, batched: bool) -> Vec<i64> {
+        let mut v: Vec<i64> = if batched { vec![-1] } else { Vec::new() };
+        v.extend(self.row_shape.iter().map(|&d| i64::try_from(d).unwrap_or(i64::MAX)));
+        v
+    }
+}
+
+/// What each program argument is, in argument order (the same for every bucket).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Input(usize),
+    Weight(usize),
+}
+
+/// One compiled bucket.
+#[derive(Debug)]
+pub(crate) struct Bucket {
+    /// Rows (1 for an unbatched model).
+    pub(crate) rows: usize,
+    pub(crate) label: String,
+    pub(crate) exe: LoadedExecutable,
+}
+
+/// A model ready to execute.
+#[derive(Debug)]
+pub struct Model {
+    /// Name.
+    pub name: String,
+    /// Version served.
+    pub version: String,
+    /// Platform string in metadata.
+    pub platform: &'static str,
+    /// Whether the leading dimension is a batch dimension.
+    pub batched: bool,
+    /// Inputs.
+    pub inputs: Vec<TensorSig>,
+    /// Outputs.
+    pub outputs: Vec<TensorSig>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) buckets: Vec<Bucket>,
+    pub(crate) weights: Vec<Buffer>,
+    pub(crate) device: Device,
+    pub(crate) client: Client,
+}
+
+/// Turns a plan into executables and device buffers.
+pub(crate) fn load(
+    plan: Plan,
+    client: &Client,
+    cache: Option<&tpuport_pjrt::ExecutableCache>,
+    metrics: &Registry,
+) -> Result<Arc<Model>, ServeError> {
+    let name = plan.name.clone();
+    let err = |m: String| ServeError::model(&name, m);
+    let first = plan.buckets.first().ok_or_else(|| err("no program".into()))?;
+    let batched = first.size.is_some();
+    // Signature from the first bucket; every other bucket must agree.
+    let mut inputs: Vec<TensorSig> = Vec::new();
+    let mut weight_names: Vec<String> = Vec::new();
+    let mut slots = Vec::new();
+    for a in &first.args {
+        match &a.what {
+            ArgPlan::Input(n) => {
+                let row_shape = row_of(&a.shape, first.size).ok_or_else(|| {
+                    err(format!("input `{n}` {:?} has no leading batch dimension", a.shape))
+                })?;
+                slots.push(Slot::Input(inputs.len()));
+                inputs.push(sig(n, a.dtype, row_shape).map_err(&err)?);
+            }
+            ArgPlan::Weight(n) => {
+                slots.push(Slot::Weight(weight_names.len()));
+                weight_names.push(n.clone());
+            }
+        }
+    }
+    let mut outputs = Vec::new();
+    for r in &first.results {
+        let row_shape = row_of(&r.shape, first.size).ok_or_else(|| {
+            err(format!("output `{}` {:?} has no leading batch dimension", r.what, r.shape))
+        })?;
+        outputs.push(sig(&r.what, r.dtype, row_shape).map_err(&err)?);
+    }
+    for b in &plan.buckets[1..] {
+        let same_args = b.args.len() == first.args.len()
+            && b.args.iter().zip(&first.args).all(|(x, y)| {
+                x.what == y.what
+                    && x.dtype == y.dtype
+                    && row_of(&x.shape, b.size) == row_of(&y.shape, first.size)
+                    || matches!(x.what, ArgPlan::Weight(_))
+                        && x.what == y.what
+                        && x.shape == y.shape
+            });
+        let same_results = b.results.len() == first.results.len()
+            && b.results.iter().zip(&first.results).all(|(x, y)| {
+                x.dtype == y.dtype && row_of(&x.shape, b.size) == row_of(&y.shape, first.size)
+            });
+        if !same_args || !same_results {
+            return Err(err(format!(
+                "{} has another signature than {} beyond the batch dimension",
+                b.origin, first.origin
+            )));
+        }
+    }
+    rename(&mut inputs, &plan.cfg.inputs, "input").map_err(&err)?;
+    rename(&mut outputs, &plan.cfg.outputs, "output").map_err(&err)?;
+    let device = client.devices().into_iter().next().ok_or_else(|| err("no device".into()))?;
+    // Weights: uploaded once, in slot order.
+    let mut weights = Vec::with_capacity(weight_names.len());
+    let mut weight_bytes = 0usize;
+    for n in &weight_names {
+        let w = plan
+            .weights
+            .iter()
+            .find(|w| &w.name == n)
+            .ok_or_else(|| err(format!("weight `{n}` has no data")))?;
+        weight_bytes += w.bytes.len();
+        weights.push(client.buffer_from_bytes(w.dtype, &w.shape, &w.bytes, &device)?);
+    }
+    metrics.gauge(names::WEIGHT_BYTES, &[&name]).set(i64::try_from(weight_bytes).unwrap_or(0));
+    drop(plan.weights);
+    let mut buckets = Vec::new();
+    for b in plan.buckets {
+        let program = Program::mlir(b.program);
+        let opts = CompileOptions::default();
+        let label = b.size.map_or_else(|| "none".to_owned(), |s| s.to_string());
+        let t = Instant::now();
+        let (exe, status) = match cache {
+            Some(c) => {
+                let got = c
+                    .get_or_compile(client, &program, &opts)
+                    .map_err(|e| err(format!("compiling {}: {e}", b.origin)))?;
+                (got.executable, got.status)
+            }
+            None => (
+                client
+                    .compile(&program, &opts)
+                    .map_err(|e| err(format!("compiling {}: {e}", b.origin)))?,
+                CacheStatus::Disabled,
+            ),
+        };
+        let status = match status {
+            CacheStatus::Hit => "hit",
+            CacheStatus::Miss => "miss",
+            CacheStatus::Disabled => "disabled",
+            CacheStatus::WriteFailed(_) => "write_failed",
+        };
+        metrics.counter(names::COMPILE_CACHE, &[&name, status]).inc();
+        let secs = t.elapsed().as_secs_f64();
+        metrics
+            .gauge(names::COMPILE_SECONDS, &[&name, &label])
+            .set(i64::try_from((secs.ceil()) as u64).unwrap_or(0));
+        let info = exe.executable().outputs()?;
+        if info.len() != outputs.len() {
+            return Err(err(format!(
+                "{}: the executable has {} outputs, the signature {}",
+                b.origin,
+                info.len(),
+                outputs.len()
+            )));
+        }
+        for (o, sig) in info.iter().zip(&outputs) {
+            let mut want: Vec<u64> = b.size.into_iter().collect();
+            want.extend_from_slice(&sig.row_shape);
+            if o.dtype != sig.dtype || o.dims != want {
+                return Err(err(format!(
+                    "{}: output `{}` is {}{:?} in the executable, {}{want:?} in the signature",
+                    b.origin, sig.name, o.dtype, o.dims, sig.dtype
+                )));
+            }
+        }
+        let rows =
+            usize::try_from(b.size.unwrap_or(1)).map_err(|_| err("bucket too large".into()))?;
+        buckets.push(Bucket { rows, label, exe });
+    }
+    Ok(Arc::new(Model {
+        name: plan.name,
+        version: plan.cfg.version,
+        platform: plan.platform,
+        batched,
+        inputs,
+        outputs,
+        slots,
+        buckets,
+        weights,
+        device,
+        client: client.clone(),
+    }))
+}
+
+/// The row shape of `shape` for bucket `size` (the whole shape when unbatched).
+fn row_of(shape: &[u64], size: Option<u64>) -> Option<Vec<u64>> {
+    match size {
+        None => Some(shape.to_vec()),
+        Some(s) => (shape.first() == Some(&s)).then(|| shape[1..].to_vec()),
+    }
+}
+
+fn sig(name: &str, dtype: DType, row_shape: Vec<u64>) -> Result<TensorSig, String> {
+    if wire::name(dtype).is_none() {
+        return Err(format!("`{name}` is {dtype}, which the protocol has no datatype for"));
+    }
+    let elems = row_shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
+        .ok_or_else(|| format!("`{name}`: shape {row_shape:?} overflows"))?;
+    let row_bytes =
+        elems.checked_mul(wire::size(dtype)).ok_or_else(|| format!("`{name}`: too large"))?;
+    Ok(TensorSig { name: name.to_owned(), dtype, row_shape, row_bytes })
+}
+
+fn rename(
+    sigs: &mut [TensorSig],
+    cfg: &[crate::config::TensorConfig],
+    what: &str,
+) -> Result<(), String> {
+    if cfg.is_empty() {
+        return Ok(());
+    }
+    if cfg.len() != sigs.len() {
+        return Err(format!("config lists {} {what}s, the program has {}", cfg.len(), sigs.len()));
+    }
+    for (s, c) in sigs.iter_mut().zip(cfg) {
+        if let Some(dt) = &c.datatype
+            && wire::name(s.dtype) != Some(dt.as_str())
+        {
+            return Err(format!(
+                "{what} `{}` is declared {dt}, the program has {}",
+                c.name,
+                wire::name(s.dtype).unwrap_or("?")
+            ));
+        }
+        s.name.clone_from(&c.name);
+    }
+    Ok(())
+}
+
+impl Model {
+    /// The largest bucket's rows (1 when unbatched).
+    #[must_use]
+    pub fn max_rows(&self) -> usize {
+        self.buckets.last().map_or(1, |b| b.rows)
+    }
+
+    /// Bucket sizes.
+    #[must_use]
+    pub fn bucket_sizes(&self) -> Vec<usize> {
+        self.buckets.iter().map(|b| b.rows).collect()
+    }
+
+    /// The smallest bucket that holds `rows` (the largest when none does).
+    pub(crate) fn bucket_for(&self, rows: usize) -> usize {
+        self.buckets.iter().position(|b| b.rows >= rows).unwrap_or(self.buckets.len() - 1)
+    }
+
+    /// Checks one request input against the signature before any data is decoded; returns
+    /// the input's index, its row count and its element count.
+    ///
+    /// # Errors
+    /// Unknown name, wrong datatype or shape, or a size past `max_bytes`.
+    pub fn check_input(
+        &self,
+        name: &str,
+        datatype: &str,
+        shape: &[i64],
+        max_bytes: usize,
+    ) -> Result<(usize, usize, usize), InferError> {
+        let idx = self.inputs.iter().position(|s| s.name == name).ok_or_else(|| {
+            let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
+            InferError::invalid(format!(
+                "model `{}` has no input `{name}`; inputs: {}",
+                self.name,
+                names.join(", ")
+            ))
+        })?;
+        let s = &self.inputs[idx];
+        let want = wire::name(s.dtype).unwrap_or("?");
+        if datatype != want {
+            return Err(InferError::invalid(format!(
+                "input `{name}`: datatype {datatype}, the model takes {want}"
+            )));
+        }
+        let dims: Vec<u64> =
+            shape.iter().map(|&d| u64::try_from(d)).collect::<Result<_, _>>().map_err(|_| {
+                InferError::invalid(format!("input `{name}`: negative dimension in {shape:?}"))
+            })?;
+        let (rows, row) = if self.batched {
+            match dims.split_first() {
+                Some((&n, rest)) => (n, rest),
+                None => (0, &[][..]),
+            }
+        } else {
+            (1, &dims[..])
+        };
+        if row != s.row_shape.as_slice() || (self.batched && dims.is_empty()) {
+            let want_shape = s.metadata_shape(self.batched);
+            return Err(InferError::invalid(format!(
+                "input `{name}`: shape {shape:?}, the model takes {want_shape:?}"
+            )));
+        }
+        if rows == 0 {
+            return Err(InferError::invalid(format!("input `{name}`: batch size 0")));
+        }
+        let rows = usize::try_from(rows).map_err(|_| too_large(name))?;
+        let bytes = rows.checked_mul(s.row_bytes).ok_or_else(|| too_large(name))?;
+        if bytes > max_bytes {
+            return Err(InferError::invalid(format!(
+                "input `{name}`: shape {shape:?} claims {bytes} bytes, over the {max_bytes}-byte limit"
+            )));
+        }
+        Ok((idx, rows, bytes / wire::size(s.dtype)))
+    }
+}
+
+fn too_large(name: &str) -> InferError {
+    InferError::invalid(format!("input `{name}`: the shape's size overflows"))
+}

@@ -1,0 +1,132 @@
+//! `tpuport serve` as a process: the ONNX path (lowered at start), readiness, an inference over
+//! HTTP, SIGTERM ends it with exit 0; a bad repository is a one-line error and exit 2.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
+    (status, body)
+}
+
+#[test]
+fn serves_an_onnx_model_and_exits_0_on_sigterm() {
+    let fx = common::fixtures().join("onnx_small");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lin");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fx.join("external_data.onnx"), dir.join("external_data.onnx")).unwrap();
+    std::fs::copy(fx.join("external_data.bin"), dir.join("external_data.bin")).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[model]\nkind = \"onnx\"\npath = \"external_data.onnx\"\n[batching]\nbuckets = [2, 4]\n",
+    )
+    .unwrap();
+    let mut child = common::command()
+        .args(["serve", tmp.path().to_str().unwrap(), "--port", "0", "--no-cache"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = String::new();
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("server ended: {lines:?}");
+        }
+        if let Some(a) = line.strip_prefix("listening on ") {
+            addr = a.split(' ').next().unwrap().to_owned();
+        }
+        lines.push(line.clone());
+        if line.starts_with("ready:") {
+            break;
+        }
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("model lin loaded") && l.contains("buckets [2, 4]")),
+        "{lines:?}"
+    );
+    let (st, meta) = http(&addr, "GET", "/v2/models/lin", "");
+    assert_eq!(st, 200, "{meta}");
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    assert_eq!(meta["platform"], "onnx");
+    assert_eq!(meta["inputs"][0]["name"], "X");
+    assert_eq!(meta["inputs"][0]["shape"], serde_json::json!([-1, 16]));
+    // Y = X @ W + B with the fixture's reference inputs/outputs (3 rows: padded into bucket 4).
+    let npz = |f: &str| {
+        let out = tpuport_testkit::run_python(
+            "import numpy as np, sys, json; d = np.load(sys.argv[1]); print(json.dumps({k: d[k].tolist() for k in d}))",
+            &[fx.join(f)],
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let x = npz("external_data.inputs.npz");
+    let y = npz("external_data.outputs.npz");
+    let (xk, xv) = x.as_object().unwrap().iter().next().unwrap();
+    assert_eq!(xk, "X");
+    let body = serde_json::json!({"inputs": [{"name": "X", "shape": [3, 16], "datatype": "FP32", "data": xv}]});
+    let (st, resp) = http(&addr, "POST", "/v2/models/lin/infer", &body.to_string());
+    assert_eq!(st, 200, "{resp}");
+    let resp: serde_json::Value = serde_json::from_str(&resp).unwrap();
+    let got: Vec<f64> = resp["outputs"][0]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let want: Vec<f64> = y
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>())
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-5 + 1e-5 * w.abs(), "{g} vs {w}");
+    }
+    let (st, metrics) = http(&addr, "GET", "/metrics", "");
+    assert_eq!(st, 200);
+    assert!(metrics.contains("tpuport_compiles_after_ready_total 0\n"), "{metrics}");
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("shutting down") && rest.contains("stopped"), "{rest}");
+}
+
+#[test]
+fn a_missing_repository_is_a_one_line_error_and_exit_2() {
+    let out = common::tpuport(&["serve", "/nonexistent/repo", "--port", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("/nonexistent/repo"), "{}", out.stderr);
+}
