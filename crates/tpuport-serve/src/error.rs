@@ -32,6 +32,10 @@ pub enum ServeError {
         /// What failed.
         message: String,
     },
+    /// A model file (a lowered folder's manifest, a module) is unreadable or invalid; the
+    /// message names the file and the field.
+    #[error(transparent)]
+    Format(#[from] tpuport_formats::FormatError),
     /// The PJRT runtime failed.
     #[error(transparent)]
     Pjrt(#[from] tpuport_pjrt::PjrtError),

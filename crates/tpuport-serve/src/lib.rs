@@ -14,7 +14,6 @@ mod codec;
 pub mod config;
 pub mod error;
 pub mod grpc;
-mod manifest;
 pub mod metrics;
 mod model;
 pub mod repo;

@@ -4,6 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use tpuport_formats::lowered;
 use tpuport_model::DType;
 
 use crate::config::{ModelConfig, ModelSource};
@@ -185,7 +186,9 @@ impl Repository {
         rel: &str,
     ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>), ServeError> {
         let folder = self.confine(dir, rel)?;
-        let m = crate::manifest::read(&folder)?;
+        // The shared reader validates the manifest (schema, unique buckets, paths inside the
+        // folder, types); `confine` below still resolves each path against the repository.
+        let m = lowered::Artifact::open(&folder)?.manifest;
         let mut buckets = Vec::new();
         for b in m.buckets {
             let path = self.confine(&folder, &b.module)?;
@@ -194,8 +197,8 @@ impl Repository {
                 .into_iter()
                 .map(|a| Typed {
                     what: match a.source {
-                        crate::manifest::Source::Input(n) => ArgPlan::Input(n),
-                        crate::manifest::Source::Weight(n) => ArgPlan::Weight(n),
+                        lowered::ArgSource::Input(n) => ArgPlan::Input(n),
+                        lowered::ArgSource::Weight(n) => ArgPlan::Weight(n),
                     },
                     dtype: a.dtype,
                     shape: a.shape,

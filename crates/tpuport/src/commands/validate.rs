@@ -56,9 +56,6 @@ pub(crate) struct ValidateArgs {
     /// Largest fraction of elements allowed outside the tolerance.
     #[arg(long, value_name = "F")]
     pub(crate) max_outside: Option<f64>,
-    /// Python interpreter for `--reference onnxruntime` (default: `python3` on PATH).
-    #[arg(long, value_name = "PATH")]
-    pub(crate) python: Option<PathBuf>,
     /// Write the rewritten modules (`candidate.mlir`, `reference.mlir`) into DIR.
     #[arg(long, value_name = "DIR")]
     pub(crate) save_modules: Option<PathBuf>,
@@ -112,7 +109,9 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
         rtol: a.rtol,
         atol: a.atol,
         max_outside: a.max_outside,
-        python: a.python.clone(),
+        // `--reference onnxruntime` runs in the global `--python` interpreter, else the active,
+        // installed-into or project venv's, else `python3` on PATH.
+        python: tpuport_pjrt::python(),
         save_modules: a.save_modules.clone(),
         runtime: a.runtime.options(),
     };
