@@ -16,5 +16,7 @@ mod metrics;
 mod policy;
 
 pub use bisect::{Bisection, Probe, Step, bisect};
-pub use metrics::{ClassMetrics, CompareError, Metrics, NonFinite, bf16_ulp, compare};
+pub use metrics::{
+    ClassMetrics, CompareError, Metrics, NonFinite, bf16_ordinal, bf16_ulp, compare,
+};
 pub use policy::{Atol, Policy, Precision, Tolerance, Verdict};

@@ -87,16 +87,21 @@ pub struct Metrics {
     pub reference_max_abs: f64,
     /// Cosine similarity of the finite parts (`None` when either is all zeros).
     pub cosine: Option<f64>,
-    /// Largest error in units of the bf16 spacing at the reference value.
+    /// Largest distance between reference and candidate on the bf16 number line: how many
+    /// bf16 values lie between them ([`bf16_ordinal`]), fractional between representable
+    /// values.
     pub bf16_ulp_max: f64,
-    /// Median error in bf16 ULPs.
+    /// Median of that distance.
     pub bf16_ulp_median: f64,
     /// Elements outside `atol + rtol·|reference|`, non-finite mismatches included.
     pub outside: u64,
     /// `outside / elements` (0 for empty tensors).
     pub fraction_outside: f64,
-    /// Absolute tolerance that was applied (after scaling by `reference_max_abs`).
+    /// Absolute tolerance that was applied (after scaling by `reference_max_abs`, and raised
+    /// to the floor when that was larger).
     pub atol_applied: f64,
+    /// Whether `atol_applied` is the precision's floor (the scaled atol was smaller).
+    pub atol_floored: bool,
     /// Relative tolerance that was applied.
     pub rtol_applied: f64,
     /// Flat index of the element with the largest absolute error.
@@ -107,8 +112,13 @@ pub struct Metrics {
     pub worst_candidate: Option<f64>,
     /// NaN/Inf accounting.
     pub non_finite: NonFinite,
-    /// Last-axis metrics for float tensors whose last axis has at least 2 entries.
+    /// Last-axis metrics for float tensors of rank 1 to 3 whose last axis has at least 2
+    /// entries (logits or probabilities over classes or a vocabulary).
     pub classes: Option<ClassMetrics>,
+    /// Why there are no class metrics for a float tensor, when that was a decision (rank 4
+    /// and above: a spatial map such as `[N, C, H, W]`, whose last axis is not classes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes_skipped: Option<&'static str>,
 }
 
 /// Spacing of bf16 values at magnitude `x` (2^(e−7) for `x` in [2^e, 2^(e+1))); at zero and
@@ -122,6 +132,29 @@ pub fn bf16_ulp(x: f64) -> f64 {
     }
     let e = if a < min_normal { -126 } else { a.log2().floor() as i32 };
     2f64.powi(e - 7)
+}
+
+/// Position of `x` on the bf16 number line, continuous between representable values: bf16
+/// values have consecutive integer ordinals (sign-symmetric, `0` at zero), and a value between
+/// two of them lies between their ordinals in proportion. The distance between two ordinals is
+/// the number of bf16 ULPs between the values, also across binades and through zero, where an
+/// error divided by one spacing would explode (2^133 ULPs for 1e-7 against 0). Infinite for
+/// NaN and Inf.
+#[must_use]
+pub fn bf16_ordinal(x: f64) -> f64 {
+    if !x.is_finite() {
+        return f64::INFINITY;
+    }
+    let a = x.abs();
+    let min_normal = f64::from(f32::MIN_POSITIVE); // 2^-126
+    let mag = if a < min_normal {
+        a / bf16_ulp(0.0) // subnormals: 2^7 steps of 2^-133 up to the first normal
+    } else {
+        let e = a.log2().floor();
+        let m = a / 2f64.powf(e); // [1, 2)
+        (e + 127.0) * 128.0 + (m - 1.0) * 128.0
+    };
+    if x < 0.0 { -mag } else { mag }
 }
 
 /// Compares `candidate` against `reference` under `tol`.
@@ -158,9 +191,10 @@ pub fn compare(
         }
     }
     let rtol = tol.rtol;
-    let atol = tol.atol.applied(ref_max);
+    let atol = tol.atol_for(ref_max);
     let exact = !(reference.dtype.is_float() || candidate.dtype.is_float());
     let (rtol, atol) = if exact { (0.0, 0.0) } else { (rtol, atol) };
+    let atol_floored = !exact && atol > tol.atol.applied(ref_max);
 
     let mut sq = 0f64;
     let mut ref_sq = 0f64;
@@ -197,7 +231,7 @@ pub fn compare(
         if d > atol + rtol * a.abs() {
             outside += 1;
         }
-        ulps.push(d / bf16_ulp(a));
+        ulps.push((bf16_ordinal(b) - bf16_ordinal(a)).abs());
     }
     let n = r.len() as u64;
     let rmse = if finite > 0 { (sq / finite as f64).sqrt() } else { 0.0 };
@@ -218,10 +252,14 @@ pub fn compare(
         let m = *m;
         (ulps.iter().copied().fold(0.0, f64::max), m)
     };
-    let classes = if reference.dtype.is_float() || candidate.dtype.is_float() {
-        class_metrics(&r, &c, reference.shape.last().copied().unwrap_or(0))
+    let float = reference.dtype.is_float() || candidate.dtype.is_float();
+    let rank = reference.shape.len();
+    let (classes, classes_skipped) = if !float {
+        (None, None)
+    } else if rank >= 4 {
+        (None, Some("rank 4 or more: a spatial map, its last axis is not classes"))
     } else {
-        None
+        (class_metrics(&r, &c, reference.shape.last().copied().unwrap_or(0)), None)
     };
     Ok(Metrics {
         elements: n,
@@ -238,12 +276,14 @@ pub fn compare(
         outside,
         fraction_outside: if n > 0 { outside as f64 / n as f64 } else { 0.0 },
         atol_applied: atol,
+        atol_floored,
         rtol_applied: rtol,
         worst_index: worst.map(|w| w as u64),
         worst_reference: worst.map(|w| r[w]),
         worst_candidate: worst.map(|w| c[w]),
         non_finite: nf,
         classes,
+        classes_skipped,
     })
 }
 

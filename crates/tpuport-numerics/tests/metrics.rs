@@ -170,3 +170,69 @@ fn bisect_finds_the_first_failing_probe() {
     let none = bisect(&probes[..2], &r, &r, &Policy::new(Precision::F32));
     assert_eq!(none.first_divergent, None);
 }
+
+/// A detector's sigmoid map close to zero for random inputs (the OCR case of issue 13): its
+/// scale is ~1e-3, so the scaled atol (1e-5 · 1e-3) is below f32's resolution of the unit-scale
+/// intermediates it went through. Errors at f32 resolution pass; a real divergence of 1e-3 of
+/// the tensor's scale on one element still fails.
+#[test]
+fn near_zero_outputs_get_the_precision_floor() {
+    let n = 64;
+    let r: Vec<f32> = (0..n).map(|i| 1e-3 * (1.0 + (i as f32 * 0.37).sin()) / 2.0).collect();
+    let mut c = r.clone();
+    for (i, v) in c.iter_mut().enumerate() {
+        *v += if i % 2 == 0 { 1.19e-7 } else { -1.19e-7 };
+    }
+    let tol = f32_tol();
+    let m = compare(&t(&[1, 1, 8, 8], &r), &t(&[1, 1, 8, 8], &c), &tol).unwrap();
+    assert!(m.atol_floored, "{m:?}");
+    assert_eq!(m.atol_applied, 2.0 * 2f64.powi(-23));
+    assert!(Policy::new(Precision::F32).verdict(&m).passed(), "{m:?}");
+    // rank 4: a spatial map, no top-1 agreement over its last axis
+    assert!(m.classes.is_none());
+    assert!(m.classes_skipped.is_some());
+    // the bf16 distance stays on the bf16 number line: a fraction of an ULP for most elements,
+    // a few where the reference is ~1e-6 (1.2e-7 is 5 % there), never 2^133-scaled
+    assert!(m.bf16_ulp_median < 1.0 && m.bf16_ulp_max < 16.0, "{m:?}");
+
+    let mut bad = c.clone();
+    bad[10] += 1e-3 * 1e-3 * 1000.0; // 1e-3 absolute: the whole scale of the tensor
+    let m = compare(&t(&[1, 1, 8, 8], &r), &t(&[1, 1, 8, 8], &bad), &tol).unwrap();
+    assert!(!Policy::new(Precision::F32).verdict(&m).passed());
+    let small = {
+        let mut v = c.clone();
+        v[10] += 1e-6; // 1e-3 of the scale: above f32 resolution, a divergence
+        v
+    };
+    let m = compare(&t(&[1, 1, 8, 8], &r), &t(&[1, 1, 8, 8], &small), &tol).unwrap();
+    assert!(!Policy::new(Precision::F32).verdict(&m).passed(), "{m:?}");
+}
+
+/// A fixed atol from the user is never raised to the floor.
+#[test]
+fn user_atol_is_not_floored() {
+    let p = Policy::new(Precision::F32).with_atol(1e-9);
+    let r = t(&[2], &[1e-4, 2e-4]);
+    let c = t(&[2], &[1e-4 + 1e-7, 2e-4]);
+    let m = compare(&r, &c, &p.tolerance).unwrap();
+    assert!(!m.atol_floored);
+    assert_eq!(m.atol_applied, 1e-9);
+    assert!(!p.verdict(&m).passed());
+}
+
+#[test]
+fn bf16_ordinal_distance() {
+    use tpuport_numerics::bf16_ordinal;
+    // consecutive bf16 values are one apart, across a binade and through zero
+    assert_eq!(bf16_ordinal(1.0 + 2f64.powi(-7)) - bf16_ordinal(1.0), 1.0);
+    assert_eq!(bf16_ordinal(2.0) - bf16_ordinal(2.0 - 2f64.powi(-7)), 1.0);
+    assert_eq!(bf16_ordinal(2f64.powi(-133)) - bf16_ordinal(-(2f64.powi(-133))), 2.0);
+    assert_eq!(bf16_ordinal(0.0), 0.0);
+    // every finite f32 is within the 16-bit ordinal range
+    assert!(bf16_ordinal(f64::from(f32::MAX)) < 32_768.0);
+    assert!(bf16_ordinal(f64::NAN).is_infinite());
+    // rank 1 to 3 keep the class metrics
+    let a = t(&[1, 2, 3], &[1.0, 2.0, 3.0, 3.0, 2.0, 1.0]);
+    let m = compare(&a, &a, &f32_tol()).unwrap();
+    assert!(m.classes.is_some() && m.classes_skipped.is_none());
+}

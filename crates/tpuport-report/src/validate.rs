@@ -84,6 +84,14 @@ pub fn render(r: &Report, chart_rows: usize) -> String {
                 m.elements,
                 m.fraction_outside * 100.0
             );
+            if m.atol_floored {
+                let _ = writeln!(
+                    s,
+                    "  atol {:.3e}: the precision's floor (the tensor's scale {:.3e} is below \
+                     what its unit-scale intermediates resolve)",
+                    m.atol_applied, m.reference_max_abs
+                );
+            }
             if let (Some(i), Some(r0), Some(c0), Some(sh)) =
                 (m.worst_index, m.worst_reference, m.worst_candidate, &o.shape)
                 && m.max_abs > 0.0
@@ -105,6 +113,9 @@ pub fn render(r: &Report, chart_rows: usize) -> String {
                     nf.candidate_inf,
                     nf.mismatched
                 );
+            }
+            if let Some(why) = m.classes_skipped {
+                let _ = writeln!(s, "  no last-axis (class) metrics: {why}");
             }
             if let Some(c) = &m.classes {
                 let _ = writeln!(
