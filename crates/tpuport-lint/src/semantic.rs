@@ -317,9 +317,9 @@ impl Semantic {
                             | tpuport_python::ast::CmpOp::In
                             | tpuport_python::ast::CmpOp::NotIn
                     )
-                }) && (rec(left) || comparators.iter().any(|c| rec(c)))
+                }) && (rec(left) || comparators.iter().any(&rec))
             }
-            ExprKind::BoolOp { values, .. } => values.iter().any(|v| rec(v)),
+            ExprKind::BoolOp { values, .. } => values.iter().any(rec),
             _ => false,
         }
     }

@@ -330,7 +330,7 @@ pub(crate) fn one_line(s: &str) -> String {
     let mut lines = s.lines().filter(|l| !l.trim().is_empty());
     let first = lines.next().unwrap_or("invalid").trim().to_owned();
     // toml's messages put the explanation on the last line.
-    match lines.last() {
+    match lines.next_back() {
         Some(l) if first.starts_with("TOML parse error") => format!("{first}: {}", l.trim()),
         _ => first,
     }

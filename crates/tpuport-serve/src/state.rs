@@ -78,6 +78,9 @@ pub(crate) struct Schedule {
     pub(crate) timeout_us: Option<u64>,
 }
 
+/// A ready model with its batcher and drift monitor.
+type ReadyModel = (Arc<Model>, Arc<Batcher>, Arc<Drift>);
+
 impl State {
     /// New state for `opts` (nothing loaded yet).
     ///
@@ -245,7 +248,7 @@ impl State {
         &self,
         name: &str,
         version: Option<&str>,
-    ) -> Result<(Arc<Model>, Arc<Batcher>, Arc<Drift>), InferError> {
+    ) -> Result<ReadyModel, InferError> {
         let models = self.read_models();
         match models.get(name) {
             Some(Entry::Ready { model, batcher, drift }) => {

@@ -27,7 +27,9 @@ fn hostile_requests_get_4xx_and_the_server_keeps_serving() {
         )
     };
     let zeros: Vec<f32> = vec![0.0; 784];
-    let cases: Vec<(&str, &str, Vec<(&str, String)>, Vec<u8>, u16)> = vec![
+    // (what, path, headers, body, expected status)
+    type Case<'a> = (&'a str, &'a str, Vec<(&'a str, String)>, Vec<u8>, u16);
+    let cases: Vec<Case<'_>> = vec![
         ("unknown model", "/v2/models/nope/infer", vec![], f32_in(serde_json::json!([1, 784]), "FP32", serde_json::json!(zeros)), 404),
         ("invalid JSON", "/v2/models/mlp/infer", vec![], b"{\"inputs\": [".to_vec(), 400),
         ("not an object", "/v2/models/mlp/infer", vec![], b"[1,2,3]".to_vec(), 400),

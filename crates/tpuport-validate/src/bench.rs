@@ -98,6 +98,7 @@ pub fn random_inputs(target: &Target) -> Result<Vec<Entry>> {
     let mut rng = SplitMix(0);
     slots
         .iter()
+        .filter(|s| !target.fixed_inputs().iter().any(|(n, _)| *n == s.name))
         .map(|s| {
             let tensor = random_tensor(s, &mut rng)
                 .map_err(|p| invalid(format!("{path}: {p}; pass --input")))?;

@@ -9,6 +9,8 @@
 //! - [`validate`]: numerics parity against a reference (files, the same model in f32,
 //!   onnxruntime), TPU matmul-precision emulation, first divergent op.
 //! - [`conformance`]: the ONNX backend test cases through the lowering.
+//! - [`statics`]: how an ONNX model is made static for those verbs (bound dimensions, inputs
+//!   given a value at lowering time).
 //!
 //! Nothing here prints: progress and warnings go to an [`Observer`].
 
@@ -16,12 +18,14 @@ pub mod bench;
 pub mod conformance;
 pub mod module;
 pub mod run;
+pub mod statics;
 pub mod validate;
 
 mod error;
 
 pub use error::{Result, ValidateError};
 pub use module::{Module, Param, RuntimeOptions, Target};
+pub use statics::Statics;
 
 /// Where a pipeline reports progress (`info`) and problems that do not stop it (`warn`).
 pub trait Observer {

@@ -226,6 +226,9 @@ pub struct Target {
     /// The bucket's batch size (`None` for a plain module; see [`Target::batch`]).
     bucket_batch: Option<u64>,
     lowered: Option<(Bucket, WeightStore)>,
+    /// Inputs given a value at lowering time (`--input-value`): fed when the caller does not
+    /// give them.
+    fixed: Vec<(String, HostTensor)>,
 }
 
 impl Target {
@@ -234,7 +237,62 @@ impl Target {
     /// # Errors
     /// As [`Module::load`].
     pub fn module(path: &Path, obs: &dyn Observer) -> Result<Target> {
-        Ok(Target { module: Module::load(path, obs)?, bucket_batch: None, lowered: None })
+        Ok(Target {
+            module: Module::load(path, obs)?,
+            bucket_batch: None,
+            lowered: None,
+            fixed: Vec::new(),
+        })
+    }
+
+    /// An ONNX model lowered here to one static module: `statics` binds its dimensions and
+    /// gives chosen inputs their value; the weights are the model's own.
+    ///
+    /// # Errors
+    /// The model cannot be read, a binding is wrong, or the lowering refuses the model.
+    pub fn onnx(path: &Path, statics: &crate::Statics, obs: &dyn Observer) -> Result<Target> {
+        use tpuport_lower::onnx::{LowerOptions, lower_with_values};
+        let started = std::time::Instant::now();
+        let model = tpuport_formats::open(path, &statics.import_options())?;
+        let fixed = statics.values_for(&model)?;
+        let low = lower_with_values(&model, &LowerOptions::default(), &fixed)
+            .context(|| format!("lowering {}", path.display()))?;
+        let lower_ms = started.elapsed().as_secs_f64() * 1e3;
+        obs.info(&format!("lowered {} in {lower_ms:.0} ms", path.display()));
+        let text = tpuport_formats::stablehlo::parse_text(
+            path,
+            &low.mlir,
+            &tpuport_formats::Limits::default(),
+        )
+        .context(|| "reading back the lowered module".to_owned())?;
+        let mut module = Module::new(path, Program::mlir(low.mlir.into_bytes()));
+        module.read_model(&text);
+        // The batch of the run is the bound one (what `lower --batch` calls the bucket).
+        let bucket = Bucket {
+            batch: statics.batch,
+            module: String::new(),
+            args: low.args,
+            results: low.results,
+            lower_ms,
+        };
+        Ok(Target {
+            module,
+            bucket_batch: statics.batch,
+            lowered: Some((bucket, model.weights)),
+            fixed,
+        })
+    }
+
+    /// Whether `path` names an ONNX model (by extension).
+    #[must_use]
+    pub fn is_onnx(path: &Path) -> bool {
+        path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    }
+
+    /// The inputs given a value at lowering time, with their values.
+    #[must_use]
+    pub fn fixed_inputs(&self) -> &[(String, HostTensor)] {
+        &self.fixed
     }
 
     /// One bucket of a lowered folder, with its weights.
@@ -244,7 +302,12 @@ impl Target {
     pub fn bucket(art: &Artifact, bucket: &Bucket, obs: &dyn Observer) -> Result<Target> {
         let module = Module::load(&art.module_path(bucket), obs)?;
         let weights = art.weights(&tpuport_formats::Limits::default())?;
-        Ok(Target { module, bucket_batch: bucket.batch, lowered: Some((bucket.clone(), weights)) })
+        Ok(Target {
+            module,
+            bucket_batch: bucket.batch,
+            lowered: Some((bucket.clone(), weights)),
+            fixed: Vec::new(),
+        })
     }
 
     /// Every target `path` names: a lowered folder (or its manifest) gives all its buckets; a
@@ -255,6 +318,34 @@ impl Target {
     /// # Errors
     /// An invalid manifest, a module the manifest does not list, or one that cannot be read.
     pub fn resolve(path: &Path, sweep: bool, obs: &dyn Observer) -> Result<Vec<Target>> {
+        Target::resolve_with(path, sweep, &crate::Statics::default(), obs)
+    }
+
+    /// As [`Target::resolve`], and an ONNX model is lowered with `statics` ([`Target::onnx`]);
+    /// `statics` must be empty for anything else (a module's shapes are fixed).
+    ///
+    /// # Errors
+    /// As [`Target::resolve`] and [`Target::onnx`]; bindings given for a non-ONNX model.
+    pub fn resolve_with(
+        path: &Path,
+        sweep: bool,
+        statics: &crate::Statics,
+        obs: &dyn Observer,
+    ) -> Result<Vec<Target>> {
+        if Target::is_onnx(path) {
+            if sweep {
+                obs.warn("--batch-sweep: an ONNX model is lowered at one batch (use --batch)");
+            }
+            return Ok(vec![Target::onnx(path, statics, obs)?]);
+        }
+        if !statics.is_empty() {
+            return Err(invalid(format!(
+                "{}: --batch, --dim, --input-shape and --input-value apply to ONNX models; a \
+                 StableHLO module's shapes are fixed (`tpuport lower` the ONNX model at other \
+                 shapes)",
+                path.display()
+            )));
+        }
         let whole = path.is_dir() || path.file_name().is_some_and(|n| n == lowered::MANIFEST);
         let parent = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -305,8 +396,26 @@ impl Target {
     ///
     /// # Errors
     /// [`tpuport_formats::FormatError::Bind`] (for the set `set`) when the tensors do not fit.
-    pub fn arguments(&self, entries: Vec<Entry>, set: &str) -> Result<Vec<(String, HostTensor)>> {
+    pub fn arguments(
+        &self,
+        mut entries: Vec<Entry>,
+        set: &str,
+    ) -> Result<Vec<(String, HostTensor)>> {
         let bind = |p| tpuport_formats::FormatError::bind(set, p);
+        for (name, t) in &self.fixed {
+            let given = entries.iter().any(|e| match &e.key {
+                tpuport_formats::tensors::Key::Named(n)
+                | tpuport_formats::tensors::Key::Hint(n) => n == name,
+                tpuport_formats::tensors::Key::Position => false,
+            });
+            if !given {
+                entries.push(Entry {
+                    key: tpuport_formats::tensors::Key::Named(name.clone()),
+                    source: format!("--input-value {name}"),
+                    tensor: t.clone(),
+                });
+            }
+        }
         let Some(slots) = self.inputs() else {
             // no signature (bytecode): `argN` names a position, the rest fill in order
             let names: Vec<String> = (0..entries.len()).map(|i| format!("arg{i}")).collect();

@@ -247,26 +247,26 @@ pub fn port_source_with(
     }
     // Every name the rewrites use is imported (a recipe whose import edit lost a clash, or
     // that relies on another recipe's import, must not leave a NameError behind).
-    if let Some((next, added)) = imports::ensure_imports(&current, &parsed, target) {
-        if let Ok(p) = parse_module(&next) {
-            let at = imports::insertion_point(&current, &parsed);
-            let delta = u32::try_from(next.len() - current.len()).unwrap_or(0);
-            for (off, _) in &mut changes {
-                if *off >= at {
-                    *off += delta;
-                }
+    if let Some((next, added)) = imports::ensure_imports(&current, &parsed, target)
+        && let Ok(p) = parse_module(&next)
+    {
+        let at = imports::insertion_point(&current, &parsed);
+        let delta = u32::try_from(next.len() - current.len()).unwrap_or(0);
+        for (off, _) in &mut changes {
+            if *off >= at {
+                *off += delta;
             }
-            for n in &mut notes {
-                if n.at >= at {
-                    n.at += delta;
-                }
-            }
-            for line in added {
-                changes.push((at, format!("`{line}` added (a rewrite uses it)")));
-            }
-            current = next;
-            parsed = p;
         }
+        for n in &mut notes {
+            if n.at >= at {
+                n.at += delta;
+            }
+        }
+        for line in added {
+            changes.push((at, format!("`{line}` added (a rewrite uses it)")));
+        }
+        current = next;
+        parsed = p;
     }
     // What the linter still finds, plus recipe notes, is the manual list.
     let all = RuleSet::new(&[], &[], true);

@@ -80,6 +80,8 @@ pub struct Options {
     pub model: PathBuf,
     /// Input samples.
     pub inputs: Inputs,
+    /// ONNX: dimensions bound and inputs given a value at lowering time.
+    pub statics: crate::Statics,
     /// `f32`, `onnxruntime` (`ort`), or a folder / `.npz` of expected outputs.
     pub reference: String,
     /// Numerics of the candidate run.
@@ -165,7 +167,7 @@ pub struct Report {
 /// Outputs that differ are verdicts in the report, not errors.
 pub fn validate(opts: &Options, obs: &dyn Observer) -> Result<Report> {
     let prep = prepare(opts)?;
-    let samples = read_samples(opts, &prep.args)?;
+    let samples = read_samples(opts, &prep.args, &prep.fixed)?;
     let mut policy = Policy::new(prep.precision);
     if let Some(r) = opts.rtol {
         policy = policy.with_rtol(r);
@@ -347,8 +349,14 @@ fn stack(mut ts: Vec<HostTensor>) -> Result<HostTensor> {
     Ok(HostTensor::new(dtype, s, data)?)
 }
 
-/// The input samples: seeded draws, or one sample bound from a tensor set.
-fn read_samples(opts: &Options, args: &[Slot]) -> Result<Vec<Vec<HostTensor>>> {
+/// The input samples: seeded draws, or one sample bound from a tensor set; inputs given a
+/// value at lowering time (`fixed`) take that value unless the set holds them.
+fn read_samples(
+    opts: &Options,
+    args: &[Slot],
+    fixed: &[(String, HostTensor)],
+) -> Result<Vec<Vec<HostTensor>>> {
+    let fixed_value = |s: &Slot| fixed.iter().find(|(n, _)| *n == s.name).map(|(_, t)| t.clone());
     let path = match &opts.inputs {
         Inputs::Random { samples, seed } => {
             if *samples == 0 {
@@ -358,16 +366,19 @@ fn read_samples(opts: &Options, args: &[Slot]) -> Result<Vec<Vec<HostTensor>>> {
             return (0..*samples)
                 .map(|_| {
                     args.iter()
-                        .map(|s| {
-                            tpuport_formats::tensors::random_tensor(s, &mut rng)
-                                .map_err(|p| invalid(format!("--random: {p}")))
+                        .map(|s| match fixed_value(s) {
+                            Some(t) => Ok(t),
+                            None => tpuport_formats::tensors::random_tensor(s, &mut rng)
+                                .map_err(|p| invalid(format!("--random: {p}"))),
                         })
                         .collect()
                 })
                 .collect();
         }
         Inputs::Files(p) => p,
-        Inputs::None if args.is_empty() => return Ok(vec![Vec::new()]),
+        Inputs::None if args.iter().all(|s| fixed_value(s).is_some()) => {
+            return Ok(vec![args.iter().filter_map(fixed_value).collect()]);
+        }
         Inputs::None => {
             return Err(invalid(format!(
                 "{} takes {} input(s); give --inputs DIR|FILE or --random N",
@@ -377,7 +388,16 @@ fn read_samples(opts: &Options, args: &[Slot]) -> Result<Vec<Vec<HostTensor>>> {
         }
     };
     let set = tpuport_formats::tensors::read_set(path, Some("output_"), &Default::default())?;
-    let entries = set.into_iter().map(|(n, t)| Entry::hint(n, t)).collect();
+    let mut entries: Vec<Entry> = set.into_iter().map(|(n, t)| Entry::hint(n, t)).collect();
+    for (name, t) in fixed {
+        if !entries.iter().any(|e| e.source == *name) {
+            entries.push(Entry {
+                key: tpuport_formats::tensors::Key::Named(name.clone()),
+                source: format!("--input-value {name}"),
+                tensor: t.clone(),
+            });
+        }
+    }
     let bound = tpuport_formats::tensors::bind(entries, args)
         .map_err(|p| tpuport_formats::FormatError::bind(path.display().to_string(), p))?;
     Ok(vec![bound])

@@ -32,6 +32,8 @@ pub(super) struct Prepared {
     pub(super) onnx: bool,
     /// Partition count of the module as given (run unsharded on one device when > 1).
     pub(super) partitions: u32,
+    /// Inputs given a value at lowering time (`--input-value`), fed to every sample.
+    pub(super) fixed: Vec<(String, HostTensor)>,
 }
 
 impl Prepared {
@@ -67,11 +69,20 @@ struct OnnxSource {
     outputs: Vec<String>,
     /// The values exposed for --bisect (the results after the outputs), in graph order.
     probes: Vec<Probe>,
+    /// Inputs given a value at lowering time.
+    fixed: Vec<(String, HostTensor)>,
 }
 
 /// Reads the model and builds the candidate and reference modules.
 pub(super) fn prepare(a: &Options) -> Result<Prepared> {
     let is_onnx = a.model.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"));
+    if !is_onnx && !a.statics.is_empty() {
+        return Err(invalid(format!(
+            "{}: --batch, --dim, --input-shape and --input-value apply to ONNX models; a \
+             StableHLO module's shapes are fixed",
+            a.model.display()
+        )));
+    }
     let Source { mut model, onnx } = if is_onnx { lower_onnx(a)? } else { read_stablehlo(a)? };
     if model.graph.nodes.is_empty() && model.graph.inputs.is_empty() {
         return Err(invalid(format!("{}: no `@main` function to run", a.model.display())));
@@ -132,8 +143,10 @@ pub(super) fn prepare(a: &Options) -> Result<Prepared> {
     let mut refm = model;
     let mut probes = Vec::new();
     let mut binding = None;
+    let mut fixed = Vec::new();
     if let Some(o) = onnx {
         probes = o.probes;
+        fixed = o.fixed;
         binding = Some((o.args, o.weights));
     } else if a.bisect {
         let only = (!a.probes.is_empty()).then_some(a.probes.as_slice());
@@ -171,6 +184,7 @@ pub(super) fn prepare(a: &Options) -> Result<Prepared> {
         precision,
         onnx: is_onnx,
         partitions,
+        fixed,
     })
 }
 
@@ -195,8 +209,8 @@ fn read_stablehlo(a: &Options) -> Result<Source> {
 /// an extra result when bisecting, or the --probe values), and read the lowered module back for
 /// the rewrites.
 fn lower_onnx(a: &Options) -> Result<Source> {
-    use tpuport_lower::onnx::{LowerOptions, lower};
-    let mut opts = tpuport_formats::ImportOptions::default();
+    use tpuport_lower::onnx::{LowerOptions, lower_with_values};
+    let mut opts = a.statics.import_options();
     if let super::Inputs::Files(path) = &a.inputs {
         let files = tpuport_formats::tensors::read_set(path, Some("output_"), &opts.limits)?;
         // `input_N` (ONNX test-data layout) names the N-th graph input: read the graph's input
@@ -219,6 +233,7 @@ fn lower_onnx(a: &Options) -> Result<Source> {
         }
     }
     let onnx = tpuport_formats::open(&a.model, &opts)?;
+    let fixed = a.statics.values_for(&onnx)?;
     let g = &onnx.graph;
     let producer =
         |name: &str| g.nodes.iter().find(|n| n.outputs.iter().any(|o| g.value(*o).name == name));
@@ -235,7 +250,8 @@ fn lower_onnx(a: &Options) -> Result<Source> {
     } else {
         a.probes.clone()
     };
-    let lowered = lower(&onnx, &LowerOptions { expose: expose.clone(), ..LowerOptions::default() })
+    let lopts = LowerOptions { expose: expose.clone(), ..LowerOptions::default() };
+    let lowered = lower_with_values(&onnx, &lopts, &fixed)
         .context(|| format!("lowering {}", a.model.display()))?;
     let model = stablehlo::parse_text(&a.model, &lowered.mlir, &tpuport_formats::Limits::default())
         .context(|| "reading back the lowered module".to_owned())?;
@@ -253,7 +269,7 @@ fn lower_onnx(a: &Options) -> Result<Source> {
         })
         .collect();
     let onnx_source =
-        OnnxSource { args: lowered.args, weights: onnx.weights.clone(), outputs, probes };
+        OnnxSource { args: lowered.args, weights: onnx.weights.clone(), outputs, probes, fixed };
     Ok(Source { model, onnx: Some(onnx_source) })
 }
 

@@ -59,7 +59,7 @@ fn parse_optimizer(s: &str) -> Result<Optimizer, String> {
 }
 
 pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
-    if a.import.batch == Some(0) {
+    if a.import.shapes.batch == Some(0) {
         anyhow::bail!("--batch must be at least 1");
     }
     let catalog = crate::commands::catalog::load(a.catalog.as_ref())?;
@@ -121,7 +121,7 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     let aopts = AuditOptions {
         workload: a.workload,
         optimizer: a.optimizer,
-        batch: a.import.batch,
+        batch: a.import.shapes.batch,
         slice,
         onnx_lowering: Some(lowerable),
     };

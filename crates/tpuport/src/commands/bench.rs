@@ -11,15 +11,16 @@ use clap::Args;
 use tpuport_validate::{Target, bench};
 
 use crate::cli::GlobalArgs;
-use crate::commands::Status;
 use crate::commands::pjrt_util::{RuntimeArgs, bind_inputs, input_entries};
+use crate::commands::{StaticArgs, Status};
 use crate::printer::Printer;
 
 /// Arguments of `tpuport bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// StableHLO module(s) (text or bytecode), or `tpuport lower` output folders (every
-    /// bucket, with the folder's weights).
+    /// StableHLO module(s) (text or bytecode), `tpuport lower` output folders (every
+    /// bucket, with the folder's weights), or ONNX models (lowered first, at the shapes
+    /// --batch, --dim and --input-shape bind).
     #[arg(required = true)]
     pub(crate) models: Vec<PathBuf>,
     /// Timed executions.
@@ -37,6 +38,8 @@ pub(crate) struct BenchArgs {
     #[arg(long = "input", short = 'i', value_name = "[NAME=]FILE")]
     pub(crate) inputs: Vec<String>,
     #[command(flatten)]
+    pub(crate) statics: StaticArgs,
+    #[command(flatten)]
     pub(crate) runtime: RuntimeArgs,
 }
 
@@ -44,9 +47,10 @@ pub(crate) fn run(a: &BenchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     if a.iters == 0 {
         bail!("--iters must be at least 1");
     }
+    let statics = a.statics.statics()?;
     let mut targets: Vec<Target> = Vec::new();
     for m in &a.models {
-        let found = Target::resolve(m, a.batch_sweep, p)
+        let found = Target::resolve_with(m, a.batch_sweep, &statics, p)
             .with_context(|| format!("benchmarking {}", m.display()))?;
         for t in found {
             if !targets.iter().any(|x| x.module.path == t.module.path) {

@@ -89,10 +89,9 @@ pub(crate) fn emit_report<T: serde::Serialize>(
     }
 }
 
-/// How the verbs that read one model (`inspect`, `audit`) bind its symbolic dimensions, and
-/// whether they time the import and the analysis.
-#[derive(Debug, clap::Args)]
-pub(crate) struct ImportArgs {
+/// How a verb binds a model's symbolic dimensions (as `lower` does).
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct ShapeArgs {
     /// Batch size: binds the leading symbolic dimension of every input.
     #[arg(long)]
     pub(crate) batch: Option<u64>,
@@ -102,9 +101,55 @@ pub(crate) struct ImportArgs {
     /// Full shape of a named input, e.g. `input_ids=1x128` (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = inspect::parse_input_shape)]
     pub(crate) input_shape: Vec<(String, tpuport_model::Shape)>,
+}
+
+/// How the verbs that read one model (`inspect`, `audit`) bind its symbolic dimensions, and
+/// whether they time the import and the analysis.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ImportArgs {
+    #[command(flatten)]
+    pub(crate) shapes: ShapeArgs,
     /// Print the time spent importing and analysing to stderr.
     #[arg(long)]
     pub(crate) timings: bool,
+}
+
+/// How the verbs that execute a model (`run`, `bench`, `validate`) make an ONNX model static:
+/// its dimensions bound, and inputs given a value at lowering time.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct StaticArgs {
+    #[command(flatten)]
+    pub(crate) shapes: ShapeArgs,
+    /// ONNX: give an input its value at lowering time, e.g. `sr=16000` (one number fills the
+    /// input; or as many comma-separated numbers as it has elements). A branch on that input
+    /// is lowered as this value takes it, and runs feed it unless the input is given.
+    #[arg(long = "input-value", value_name = "NAME=VALUE", value_parser = parse_input_value)]
+    pub(crate) input_values: Vec<(String, String)>,
+}
+
+impl StaticArgs {
+    /// The bindings for `tpuport_validate`.
+    pub(crate) fn statics(&self) -> anyhow::Result<tpuport_validate::Statics> {
+        if self.shapes.batch == Some(0) {
+            anyhow::bail!("--batch must be at least 1");
+        }
+        Ok(tpuport_validate::Statics {
+            batch: self.shapes.batch,
+            dims: self.shapes.dims.clone(),
+            input_shapes: self.shapes.input_shape.clone(),
+            values: self.input_values.clone(),
+        })
+    }
+}
+
+/// `NAME=VALUE` of `--input-value`.
+fn parse_input_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((n.trim().to_owned(), v.trim().to_owned()))
+        }
+        _ => Err(format!("`{s}`: expected NAME=VALUE, e.g. sr=16000")),
+    }
 }
 
 /// A model read with [`ImportArgs::open`], and when its import started and ended.
@@ -119,9 +164,9 @@ impl ImportArgs {
     /// Reads `path` with the bound dimensions.
     pub(crate) fn open(&self, path: &std::path::Path) -> anyhow::Result<Imported> {
         let opts = tpuport_formats::ImportOptions {
-            dims: self.dims.iter().cloned().collect(),
-            input_shapes: self.input_shape.iter().cloned().collect(),
-            batch: self.batch,
+            dims: self.shapes.dims.iter().cloned().collect(),
+            input_shapes: self.shapes.input_shape.iter().cloned().collect(),
+            batch: self.shapes.batch,
             ..tpuport_formats::ImportOptions::default()
         };
         let started = std::time::Instant::now();

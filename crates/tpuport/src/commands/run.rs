@@ -1,6 +1,6 @@
-//! `tpuport run MODEL --input name=x.npy … --out DIR`: execute a StableHLO module (or a bucket
-//! of a `tpuport lower` folder, chosen by the inputs' shapes) on a PJRT device and write its
-//! outputs as `.npy`. The pipeline is `tpuport_validate::run`.
+//! `tpuport run MODEL --input name=x.npy … --out DIR`: execute a StableHLO module (a bucket of a
+//! `tpuport lower` folder, chosen by the inputs' shapes, or an ONNX model lowered first) on a
+//! PJRT device and write its outputs as `.npy`. The pipeline is `tpuport_validate::run`.
 
 use std::path::PathBuf;
 
@@ -8,16 +8,17 @@ use clap::Args;
 use tpuport_validate::Target;
 
 use crate::cli::GlobalArgs;
-use crate::commands::Status;
 use crate::commands::pjrt_util::{RuntimeArgs, bind_inputs, input_entries};
+use crate::commands::{StaticArgs, Status};
 use crate::printer::Printer;
 
 /// Arguments of `tpuport run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// StableHLO module: MLIR text (`.mlir`) or bytecode (`.mlirbc`, a `jax.export` artifact),
-    /// or a `tpuport lower` output folder (the bucket whose input shapes fit is run, with the
-    /// folder's weights).
+    /// a `tpuport lower` output folder (the bucket whose input shapes fit is run, with the
+    /// folder's weights), or an ONNX model (lowered first, at the shapes --batch, --dim and
+    /// --input-shape bind).
     pub(crate) model: PathBuf,
     /// An input as `NAME=FILE.npy` (NAME: the argument's name or `argN`) or `FILE.npy`
     /// (positional, in argument order). Repeat per argument.
@@ -27,11 +28,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: PathBuf,
     #[command(flatten)]
+    pub(crate) statics: StaticArgs,
+    #[command(flatten)]
     pub(crate) runtime: RuntimeArgs,
 }
 
 pub(crate) fn run(a: &RunArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
-    let targets = Target::resolve(&a.model, false, p)?;
+    let targets = Target::resolve_with(&a.model, false, &a.statics.statics()?, p)?;
     let Some(first) = targets.first() else {
         anyhow::bail!("{}: nothing to run", a.model.display());
     };

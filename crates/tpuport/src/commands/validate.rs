@@ -10,8 +10,8 @@ use clap::{Args, ValueEnum};
 use tpuport_validate::validate::{self as pipeline, Inputs};
 
 use crate::cli::GlobalArgs;
-use crate::commands::Status;
 use crate::commands::pjrt_util::RuntimeArgs;
+use crate::commands::{StaticArgs, Status};
 use crate::printer::Printer;
 
 /// Arguments of `tpuport validate`.
@@ -63,6 +63,8 @@ pub(crate) struct ValidateArgs {
     #[arg(long, value_name = "N", default_value_t = 40)]
     pub(crate) chart_rows: usize,
     #[command(flatten)]
+    pub(crate) statics: StaticArgs,
+    #[command(flatten)]
     pub(crate) runtime: RuntimeArgs,
 }
 
@@ -102,6 +104,7 @@ pub(crate) fn run(a: &ValidateArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resu
     let opts = pipeline::Options {
         model: a.model.clone(),
         inputs,
+        statics: a.statics.statics()?,
         reference: a.reference.clone(),
         emulate: a.emulate.into(),
         bisect: a.bisect,

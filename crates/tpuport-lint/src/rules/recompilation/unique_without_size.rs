@@ -58,7 +58,7 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
                 if checker.uses(Framework::PyTorch)
                     && checker.semantic.qualified_name(recv).is_none()
                     // `dataset.unique("label")` (🤗 datasets, pandas) takes a column name.
-                    && !call.args.first().is_some_and(|a| a.as_str().is_some()) =>
+                    && call.args.first().is_none_or(|a| a.as_str().is_none()) =>
             {
                 Some(".unique()".to_owned())
             }

@@ -1,0 +1,173 @@
+//! How an ONNX model with dynamic dimensions or data-dependent branches becomes one static
+//! module before `run`, `bench` or `validate` execute it: symbolic dimensions bound (`--batch`,
+//! `--dim`, `--input-shape`, as for `lower`), and chosen graph inputs given a value at lowering
+//! time (`--input-value sr=16000`), so that a branch on that input is lowered as production
+//! takes it. A bound input keeps its argument; the value is also what the run feeds it, unless
+//! the caller gives that input explicitly.
+
+use std::collections::BTreeMap;
+
+use tpuport_formats::ImportOptions;
+use tpuport_formats::onnx::host::HostValue;
+use tpuport_model::{DType, HostTensor, Model, Shape};
+
+use crate::error::{Result, invalid};
+
+/// Largest number of values one `--input-value` may list.
+const MAX_VALUES: usize = 65_536;
+
+/// The bindings; all empty means "the model as it is".
+#[derive(Clone, Debug, Default)]
+pub struct Statics {
+    /// Leading dimension of every input whose first dimension is symbolic.
+    pub batch: Option<u64>,
+    /// Named symbolic dimensions.
+    pub dims: Vec<(String, u64)>,
+    /// Whole shapes of named inputs.
+    pub input_shapes: Vec<(String, Shape)>,
+    /// Values of named inputs, as typed: one number (filling the input's shape) or as many
+    /// comma-separated numbers as the input has elements.
+    pub values: Vec<(String, String)>,
+}
+
+impl Statics {
+    /// True when nothing is bound.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_none()
+            && self.dims.is_empty()
+            && self.input_shapes.is_empty()
+            && self.values.is_empty()
+    }
+
+    /// The import options that bind the dimensions.
+    #[must_use]
+    pub fn import_options(&self) -> ImportOptions {
+        ImportOptions {
+            batch: self.batch,
+            dims: self.dims.iter().cloned().collect(),
+            input_shapes: self.input_shapes.iter().cloned().collect::<BTreeMap<_, _>>(),
+            ..ImportOptions::default()
+        }
+    }
+
+    /// The `--input-value` tensors for `model` (imported with [`Statics::import_options`]):
+    /// each named input must exist, have a static shape and a numeric type, and the values must
+    /// parse as that type and number one or the input's element count.
+    ///
+    /// # Errors
+    /// One line naming the input and what is wrong.
+    pub fn values_for(&self, model: &Model) -> Result<Vec<(String, HostTensor)>> {
+        let g = &model.graph;
+        let mut out: Vec<(String, HostTensor)> = Vec::new();
+        for (name, text) in &self.values {
+            if out.iter().any(|(n, _)| n == name) {
+                return Err(invalid(format!("--input-value {name}: given twice")));
+            }
+            let Some(v) = g.inputs.iter().map(|&id| g.value(id)).find(|v| &v.name == name) else {
+                let names: Vec<&str> =
+                    g.inputs.iter().map(|&id| g.value(id).name.as_str()).collect();
+                return Err(invalid(format!(
+                    "--input-value {name}: the model has no input of that name (inputs: {})",
+                    names.join(", ")
+                )));
+            };
+            let dtype = v
+                .ty
+                .dtype
+                .ok_or_else(|| invalid(format!("--input-value {name}: the input has no type")))?;
+            let shape = v.ty.shape.as_ref().and_then(Shape::as_fixed).ok_or_else(|| {
+                invalid(format!(
+                    "--input-value {name}: the input's shape {} is not static; bind it with \
+                     --input-shape {name}=DIMS",
+                    v.ty
+                ))
+            })?;
+            out.push((name.clone(), parse_values(name, text, dtype, shape)?));
+        }
+        Ok(out)
+    }
+}
+
+/// `text` as a tensor of `dtype` and `shape`.
+fn parse_values(name: &str, text: &str, dtype: DType, shape: Vec<u64>) -> Result<HostTensor> {
+    let bad = |what: String| invalid(format!("--input-value {name}={text}: {what}"));
+    let n = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let n = n
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= MAX_VALUES)
+        .ok_or_else(|| bad(format!("the input has shape {shape:?}, too large to give by value")))?;
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    if items.len() > MAX_VALUES || (items.len() != 1 && items.len() != n) {
+        return Err(bad(format!(
+            "{} value(s) for an input of {n} element(s) (shape {shape:?}): give 1 or {n}",
+            items.len()
+        )));
+    }
+    let nums: Vec<f64> = items
+        .iter()
+        .map(|s| match *s {
+            "true" | "True" => Ok(1.0),
+            "false" | "False" => Ok(0.0),
+            _ => s.parse::<f64>().map_err(|_| bad(format!("`{s}` is not a number"))),
+        })
+        .collect::<Result<_>>()?;
+    let at = |i: usize| if nums.len() == 1 { nums[0] } else { nums[i] };
+    let vals: Vec<f64> = (0..n).map(at).collect();
+    let host_form = matches!(
+        dtype,
+        DType::F64
+            | DType::F32
+            | DType::F16
+            | DType::BF16
+            | DType::Bool
+            | DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U16
+            | DType::U32
+            | DType::U64
+    );
+    if !host_form {
+        return Err(bad(format!("input `{name}` is {dtype}, which cannot be given by value")));
+    }
+    if !dtype.is_float() && vals.iter().any(|v| v.fract() != 0.0) {
+        return Err(bad(format!("input `{name}` is {dtype}: give whole numbers")));
+    }
+    let h = HostValue::from_f64(dtype, shape.clone(), vals.clone());
+    #[allow(clippy::cast_precision_loss, reason = "compared with the value as typed")]
+    if !dtype.is_float() && (0..n).any(|i| h.get_i(i) as f64 != vals[i]) {
+        return Err(bad(format!("out of range for {dtype}")));
+    }
+    HostTensor::new(dtype, shape, h.to_bytes()).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scalar_fills_the_shape_and_lists_must_match() {
+        let t = parse_values("sr", "16000", DType::I64, vec![]).unwrap();
+        assert_eq!(t.to_f64().unwrap(), vec![16000.0]);
+        let t = parse_values("x", "1.5", DType::F32, vec![2, 2]).unwrap();
+        assert_eq!(t.to_f64().unwrap(), vec![1.5; 4]);
+        let t = parse_values("x", "1,2,3", DType::I32, vec![3]).unwrap();
+        assert_eq!(t.to_f64().unwrap(), vec![1.0, 2.0, 3.0]);
+        let e = parse_values("x", "1,2", DType::I32, vec![3]).unwrap_err().to_string();
+        assert!(e.contains("give 1 or 3"), "{e}");
+        let e = parse_values("sr", "16k", DType::I64, vec![]).unwrap_err().to_string();
+        assert!(e.contains("`16k` is not a number"), "{e}");
+        let e = parse_values("sr", "1.5", DType::I64, vec![]).unwrap_err().to_string();
+        assert!(e.contains("whole numbers"), "{e}");
+        let e = parse_values("b", "300", DType::I8, vec![]).unwrap_err().to_string();
+        assert!(e.contains("out of range for i8"), "{e}");
+        let e = parse_values("x", "1", DType::F32, vec![1 << 20, 1 << 20]).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let t = parse_values("flag", "true", DType::Bool, vec![]).unwrap();
+        assert_eq!(t.to_f64().unwrap(), vec![1.0]);
+    }
+}

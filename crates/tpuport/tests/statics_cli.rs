@@ -1,0 +1,180 @@
+//! `run`, `bench` and `validate` on ONNX models with dynamic dimensions and input-dependent
+//! branches (issue 13, item 2): `--batch`, `--dim` and `--input-shape` bind the shapes as for
+//! `lower`, `--random` fills the inputs at those shapes, and `--input-value NAME=V` gives an
+//! input its value at lowering time, so the branch production takes is the one lowered and
+//! compared with onnxruntime.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+fn small(name: &str) -> std::path::PathBuf {
+    common::fixtures().join("onnx_small").join(name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn json(cache: &Path, args: &[&str], code: i32) -> Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let o = common::output(common::runtime_command(cache).args(&all));
+    assert_eq!(o.code, code, "{args:?}\nstdout:\n{}\nstderr:\n{}", o.stdout, o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", o.stdout))
+}
+
+/// `X: f32[N, 8]`: without a batch the error says how to bind it (and validate now takes the
+/// flag it names); with `--batch 3` random inputs at [3, 8] match onnxruntime.
+#[test]
+fn a_dynamic_batch_is_bound_on_validate_run_and_bench() {
+    let cache = tempfile::tempdir().unwrap();
+    let model = small("symbolic.onnx");
+    let py = common::python();
+    let o = common::output(common::runtime_command(cache.path()).args([
+        "validate",
+        s(&model),
+        "--random",
+        "1",
+    ]));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--batch"), "{}", o.stderr);
+
+    let r = json(
+        cache.path(),
+        &[
+            "validate",
+            s(&model),
+            "--batch",
+            "3",
+            "--random",
+            "2",
+            "--reference",
+            "onnxruntime",
+            "--python",
+            s(&py),
+        ],
+        0,
+    );
+    assert_eq!(r["passed"], true, "{r:#}");
+    // two samples stacked in front of the bound batch
+    assert_eq!(r["outputs"][0]["shape"][0], 2, "{r:#}");
+    assert_eq!(r["outputs"][0]["shape"][1], 3, "{r:#}");
+
+    // run: the ONNX model lowered at batch 3, outputs written
+    let x = cache.path().join("x.npy");
+    common::run_python(&format!(
+        "import numpy as np; np.save({:?}, np.arange(24, dtype=np.float32).reshape(3, 8))",
+        s(&x)
+    ));
+    let out = cache.path().join("out");
+    let arg = format!("X={}", s(&x));
+    let o = common::output(common::runtime_command(cache.path()).args([
+        "run",
+        s(&model),
+        "--batch",
+        "3",
+        "--input",
+        &arg,
+        "--out",
+        s(&out),
+    ]));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(out.join("out0.npy").is_file());
+
+    // bench: random inputs at the bound shape
+    let r = json(cache.path(), &["bench", s(&model), "--batch", "4", "--iters", "3"], 0);
+    assert_eq!(r["results"][0]["batch"], 4, "{r:#}");
+}
+
+/// `If` on a boolean graph input: each value given with `--input-value` lowers only its branch
+/// and matches onnxruntime fed the same value.
+#[test]
+fn an_input_value_picks_the_branch() {
+    let cache = tempfile::tempdir().unwrap();
+    let model = small("if_subgraph.onnx");
+    let py = common::python();
+    for v in ["true", "false"] {
+        let cond = format!("cond={v}");
+        let r = json(
+            cache.path(),
+            &[
+                "validate",
+                s(&model),
+                "--input-value",
+                &cond,
+                "--random",
+                "1",
+                "--reference",
+                "onnxruntime",
+                "--python",
+                s(&py),
+            ],
+            0,
+        );
+        assert_eq!(r["passed"], true, "{v}: {r:#}");
+    }
+}
+
+/// Bad bindings: one line naming what is wrong, exit 2.
+#[test]
+fn bad_bindings_are_one_line_errors() {
+    let cache = tempfile::tempdir().unwrap();
+    let model = small("if_subgraph.onnx");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--input-value", "nope=1"], "no input of that name (inputs: cond, X)"),
+        (&["--input-value", "cond=maybe"], "`maybe` is not a number"),
+        (&["--input-value", "X=1,2,3"], "give 1 or 8"),
+        (&["--input-value", "cond"], "expected NAME=VALUE"),
+        (&["--batch", "0"], "--batch must be at least 1"),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec!["validate", s(&model), "--random", "1"];
+        args.extend_from_slice(extra);
+        let o = common::output(common::runtime_command(cache.path()).args(&args));
+        assert_eq!(o.code, 2, "{extra:?}: {}", o.stderr);
+        // the first line says it all (clap adds a `--help` hint below its own errors)
+        let first = o.stderr.lines().next().unwrap_or_default();
+        assert!(first.contains(want), "{extra:?}: {}", o.stderr);
+    }
+    // a StableHLO module's shapes are fixed
+    let mlp = common::fixtures().join("jax/mlp_b128/jit.mlir");
+    let o = common::output(common::runtime_command(cache.path()).args([
+        "bench",
+        s(&mlp),
+        "--batch",
+        "8",
+    ]));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("apply to ONNX models"), "{}", o.stderr);
+}
+
+/// A real export with a dynamic batch (torchvision MobileNetV2 through the dynamo exporter):
+/// `--batch 2 --random 1` against onnxruntime.
+#[test]
+fn a_torch_export_at_a_bound_batch() {
+    let cache = tempfile::tempdir().unwrap();
+    let model = common::fixtures().join("torch/mobilenet_v2/dynamo.onnx");
+    let py = common::python();
+    let r = json(
+        cache.path(),
+        &[
+            "validate",
+            s(&model),
+            "--batch",
+            "2",
+            "--random",
+            "1",
+            "--reference",
+            "onnxruntime",
+            "--python",
+            s(&py),
+        ],
+        0,
+    );
+    assert_eq!(r["passed"], true, "{r:#}");
+    assert_eq!(r["outputs"][0]["shape"][0], 2, "{r:#}");
+}
