@@ -4,9 +4,13 @@
 //! - A *stored tensor* is a weight of the model's store. For graphs (ONNX, StableHLO) only
 //!   tensors the graph uses as initializers or constants count, rank-0 tensors are *scalar
 //!   constants* and are not parameters.
-//! - For checkpoints, tensors whose names mark them as framework buffers (BatchNorm running
-//!   statistics, `num_batches_tracked`, attention masks, position-id tables) are buffers, not
-//!   parameters, the way `sum(p.numel() for p in model.parameters())` sees them.
+//! - For checkpoints, tensors whose names mark them as framework buffers are buffers, not
+//!   parameters, and are counted apart by convention ([`BufferConvention`]): PyTorch's
+//!   (BatchNorm `running_mean`/`running_var`, `num_batches_tracked`, attention masks,
+//!   position-id tables: what `sum(p.numel() for p in model.parameters())` leaves out), Keras'
+//!   non-trainable BatchNorm statistics (`moving_mean`/`moving_variance`, which
+//!   `model.count_params()` does include) and Flax's `batch_stats` collection (`mean`/`var`,
+//!   outside the `params` collection).
 //! - Tensors backed by the same bytes of the same file (tied weights in a `torch.save` state
 //!   dict share one storage) are counted once.
 //! - Byte-identical tensors stored twice (the legacy ONNX exporter's tied embeddings) are listed
@@ -89,6 +93,10 @@ pub struct Params {
     pub buffer_elements: u64,
     /// Buffer tensors.
     pub buffer_tensors: u64,
+    /// The buffers by the framework convention their names follow (`torch`, `keras`, `flax`):
+    /// tensors and elements.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub buffers_by_convention: BTreeMap<String, DTypeTotal>,
     /// Rank-0 constants not counted.
     pub scalar_constants: u64,
     /// Elements held in graph constants (ONNX `Constant` nodes, large StableHLO `constant`s)
@@ -336,10 +344,47 @@ const BUFFER_SUFFIXES: &[&str] = &[
     "attn.masked_bias",
 ];
 
-fn is_buffer(name: &str) -> bool {
-    BUFFER_SUFFIXES
+/// Whose convention a buffer's name follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferConvention {
+    /// `module.running_mean`, `num_batches_tracked`, masks, position ids.
+    Torch,
+    /// `batch_normalization/moving_mean`, `bn.moving_variance:0`.
+    Keras,
+    /// `batch_stats.BatchNorm_0.mean`, `batch_stats/bn/var`.
+    Flax,
+}
+
+impl BufferConvention {
+    /// `torch`, `keras` or `flax`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            BufferConvention::Torch => "torch",
+            BufferConvention::Keras => "keras",
+            BufferConvention::Flax => "flax",
+        }
+    }
+}
+
+/// The buffer convention `name` follows, if it names a buffer. Path components are split on
+/// `.` and `/` (Flax flattens with either, Keras paths use `/`), and a TensorFlow variable's
+/// `:0` suffix is ignored.
+#[must_use]
+pub fn buffer_convention(name: &str) -> Option<BufferConvention> {
+    let name = name.strip_suffix(":0").unwrap_or(name);
+    let parts: Vec<&str> = name.split(['.', '/']).filter(|p| !p.is_empty()).collect();
+    let last = *parts.last()?;
+    if parts.contains(&"batch_stats") {
+        return Some(BufferConvention::Flax);
+    }
+    if matches!(last, "moving_mean" | "moving_variance") {
+        return Some(BufferConvention::Keras);
+    }
+    let torch = BUFFER_SUFFIXES
         .iter()
-        .any(|s| name.strip_suffix(s).is_some_and(|head| head.is_empty() || head.ends_with('.')))
+        .any(|s| name.strip_suffix(s).is_some_and(|head| head.is_empty() || head.ends_with('.')));
+    torch.then_some(BufferConvention::Torch)
 }
 
 fn count_params(model: &Model, counted: &[(WeightId, Origin)]) -> Params {
@@ -352,9 +397,13 @@ fn count_params(model: &Model, counted: &[(WeightId, Origin)]) -> Params {
             p.scalar_constants += 1;
             continue;
         }
-        if checkpoint && is_buffer(&w.name) {
+        if checkpoint && let Some(conv) = buffer_convention(&w.name) {
             p.buffer_elements += w.elements();
             p.buffer_tensors += 1;
+            let t = p.buffers_by_convention.entry(conv.name().to_owned()).or_default();
+            t.tensors += 1;
+            t.elements += w.elements();
+            t.bytes += w.nbytes();
             continue;
         }
         if let WeightData::Mapped { map, offset, len, .. } = &w.data {
@@ -572,15 +621,34 @@ fn explain(model: &Model, inv: &Inventory) -> Vec<Explanation> {
             ),
         });
     }
-    if inv.params.buffer_tensors > 0 {
-        out.push(Explanation {
-            code: "buffers-excluded".into(),
-            message: format!(
-                "{} buffer tensor(s) ({} elements: BatchNorm running statistics, \
-                 num_batches_tracked, masks, position ids) are stored but are not parameters",
-                inv.params.buffer_tensors, inv.params.buffer_elements
+    for (conv, t) in &inv.params.buffers_by_convention {
+        let message = match conv.as_str() {
+            "keras" => format!(
+                "{} Keras BatchNorm statistics tensor(s) (moving_mean / moving_variance, {} \
+                 elements) are non-trainable state, counted apart; Keras' count_params() \
+                 includes them: {} with them",
+                t.tensors,
+                t.elements,
+                inv.params.elements + t.elements
             ),
-        });
+            "flax" => format!(
+                "{} tensor(s) of Flax's batch_stats collection (BatchNorm mean / var, {} \
+                 elements) are state, not params, counted apart as the params pytree does",
+                t.tensors, t.elements
+            ),
+            _ => format!(
+                "{} buffer tensor(s) ({} elements: BatchNorm running statistics, \
+                 num_batches_tracked, masks, position ids) are stored but are not parameters, \
+                 as model.parameters() sees them",
+                t.tensors, t.elements
+            ),
+        };
+        let code = match conv.as_str() {
+            "keras" => "keras-bn-state",
+            "flax" => "flax-batch-stats",
+            _ => "buffers-excluded",
+        };
+        out.push(Explanation { code: code.into(), message });
     }
     if inv.params.constant_elements > inv.params.elements {
         out.push(Explanation {
@@ -620,6 +688,27 @@ mod tests {
             dtype: DType::F32,
             shape,
             data: WeightData::Inline(data.into()),
+        }
+    }
+
+    #[test]
+    fn buffer_names_by_convention() {
+        use BufferConvention::{Flax, Keras, Torch};
+        let cases = [
+            ("bn1.running_mean", Some(Torch)),
+            ("num_batches_tracked", Some(Torch)),
+            ("h.0.attn.bias", Some(Torch)),
+            ("conv1_bn/moving_mean", Some(Keras)),
+            ("block_1/bn/moving_variance:0", Some(Keras)),
+            ("batch_stats.BatchNorm_0.mean", Some(Flax)),
+            ("batch_stats/bn/var", Some(Flax)),
+            ("params.BatchNorm_0.scale", None),
+            ("conv1_bn/gamma", None),
+            ("moving_mean_scale", None),
+            ("encoder.layer.0.attention.self.query.bias", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(buffer_convention(name), want, "{name}");
         }
     }
 
