@@ -11,27 +11,12 @@ mod common;
 use std::path::PathBuf;
 
 fn cases_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("TPUPORT_CONFORMANCE_DIR") {
-        return PathBuf::from(d);
-    }
-    let root = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .expect("HOME unset")
-        .join("tpuport");
-    std::fs::read_dir(&root)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("onnx-conformance-"))
-                && p.join("index.json").is_file()
-        })
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .unwrap_or_else(|| {
-            panic!("ONNX backend cases missing under {}: run `make conformance`", root.display())
-        })
+    tpuport_testkit::generated(
+        "TPUPORT_CONFORMANCE_DIR",
+        "onnx-conformance-",
+        "index.json",
+        "conformance",
+    )
 }
 
 fn references() -> Vec<String> {

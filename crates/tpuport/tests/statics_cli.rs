@@ -27,13 +27,21 @@ fn json(cache: &Path, args: &[&str], code: i32) -> Value {
     serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", o.stdout))
 }
 
+/// `validate MODEL EXTRA… --reference onnxruntime` with the venv's Python, as JSON; exit 0.
+fn validate_ort(cache: &Path, model: &Path, extra: &[&str]) -> Value {
+    let py = common::python();
+    let mut args = vec!["validate", s(model)];
+    args.extend_from_slice(extra);
+    args.extend(["--reference", "onnxruntime", "--python", s(&py)]);
+    json(cache, &args, 0)
+}
+
 /// `X: f32[N, 8]`: without a batch the error says how to bind it (and validate now takes the
 /// flag it names); with `--batch 3` random inputs at [3, 8] match onnxruntime.
 #[test]
 fn a_dynamic_batch_is_bound_on_validate_run_and_bench() {
     let cache = tempfile::tempdir().unwrap();
     let model = small("symbolic.onnx");
-    let py = common::python();
     let o = common::output(common::runtime_command(cache.path()).args([
         "validate",
         s(&model),
@@ -43,22 +51,7 @@ fn a_dynamic_batch_is_bound_on_validate_run_and_bench() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("--batch"), "{}", o.stderr);
 
-    let r = json(
-        cache.path(),
-        &[
-            "validate",
-            s(&model),
-            "--batch",
-            "3",
-            "--random",
-            "2",
-            "--reference",
-            "onnxruntime",
-            "--python",
-            s(&py),
-        ],
-        0,
-    );
+    let r = validate_ort(cache.path(), &model, &["--batch", "3", "--random", "2"]);
     assert_eq!(r["passed"], true, "{r:#}");
     // two samples stacked in front of the bound batch
     assert_eq!(r["outputs"][0]["shape"][0], 2, "{r:#}");
@@ -96,25 +89,9 @@ fn a_dynamic_batch_is_bound_on_validate_run_and_bench() {
 fn an_input_value_picks_the_branch() {
     let cache = tempfile::tempdir().unwrap();
     let model = small("if_subgraph.onnx");
-    let py = common::python();
     for v in ["true", "false"] {
         let cond = format!("cond={v}");
-        let r = json(
-            cache.path(),
-            &[
-                "validate",
-                s(&model),
-                "--input-value",
-                &cond,
-                "--random",
-                "1",
-                "--reference",
-                "onnxruntime",
-                "--python",
-                s(&py),
-            ],
-            0,
-        );
+        let r = validate_ort(cache.path(), &model, &["--input-value", &cond, "--random", "1"]);
         assert_eq!(r["passed"], true, "{v}: {r:#}");
     }
 }
@@ -158,23 +135,7 @@ fn bad_bindings_are_one_line_errors() {
 fn a_torch_export_at_a_bound_batch() {
     let cache = tempfile::tempdir().unwrap();
     let model = common::fixtures().join("torch/mobilenet_v2/dynamo.onnx");
-    let py = common::python();
-    let r = json(
-        cache.path(),
-        &[
-            "validate",
-            s(&model),
-            "--batch",
-            "2",
-            "--random",
-            "1",
-            "--reference",
-            "onnxruntime",
-            "--python",
-            s(&py),
-        ],
-        0,
-    );
+    let r = validate_ort(cache.path(), &model, &["--batch", "2", "--random", "1"]);
     assert_eq!(r["passed"], true, "{r:#}");
     assert_eq!(r["outputs"][0]["shape"][0], 2, "{r:#}");
 }

@@ -74,7 +74,7 @@ pub(crate) fn run(a: &ProfileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         }
     }
     let t1 = Instant::now();
-    let error_lines: Vec<String> = errors.iter().map(|e| chain(e)).collect();
+    let error_lines: Vec<String> = errors.iter().map(|e| tpuport_lint::error_chain(e)).collect();
     for line in &error_lines {
         p.error(&anyhow::anyhow!("{line}"));
     }
@@ -116,16 +116,4 @@ pub(crate) fn run(a: &ProfileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     };
     let hit = threshold.is_some_and(|t| report.findings.iter().any(|f| f.severity >= t));
     Ok(if hit { Status::Findings } else { Status::Success })
-}
-
-/// An error and its sources on one line (`cannot read `x`: No such file or directory`).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
