@@ -35,13 +35,12 @@ pub(crate) fn run(a: &ManArgs, _g: &GlobalArgs, p: &Printer) -> anyhow::Result<S
     Ok(Status::Success)
 }
 
-/// Renders one page and writes `<dir>/<name>.1` through a temporary file and a rename.
+/// Renders one page and writes `<dir>/<name>.1` atomically.
 fn page(dir: &Path, name: &str, cmd: clap::Command) -> anyhow::Result<PathBuf> {
     let mut buf: Vec<u8> = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut buf).with_context(|| format!("rendering {name}.1"))?;
     let path = dir.join(format!("{name}.1"));
-    let tmp = dir.join(format!(".{name}.1.tmp"));
-    std::fs::write(&tmp, &buf).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    tpuport_model::fs::write_atomic_bytes(&path, &buf)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
