@@ -305,7 +305,7 @@ fn sanity(
     }
     if by_args && let Some(w) = roles.batch_is_weight_dim(module_batch) {
         return Some(format!(
-            "the batch {module_batch} is a dimension of weight `{}` {:?} and of no data argument: name the data arguments with --data-args",
+            "the batch {module_batch} looks read from a weight (`{}` {:?} is used as a weight): name the data arguments with --data-args",
             w.label(),
             w.shape.clone().unwrap_or_default()
         ));

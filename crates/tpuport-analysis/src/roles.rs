@@ -144,6 +144,9 @@ pub struct ArgRole {
     /// Read through `gather` and also used as a dot operand: an embedding tied to the output
     /// projection (one tensor, counted once).
     pub tied: bool,
+    /// Used the way a weight is (dot right-hand side, convolution kernel, gather table),
+    /// whatever its role.
+    pub weight_use: bool,
     /// The graph value (not serialized).
     #[serde(skip)]
     pub id: ValueId,
@@ -191,6 +194,8 @@ pub struct ArgRoles {
     pub sequence: Option<u64>,
     /// Which data argument the batch was read from and how it was decided, one line.
     pub batch_from: Option<String>,
+    /// The index of that argument.
+    pub batch_arg: Option<usize>,
     /// Rule → arguments it decided, for the report line.
     pub decided_by: Vec<(Rule, u64)>,
     /// Things the reader should know (disagreeing leading dims, no data argument).
@@ -214,14 +219,21 @@ impl ArgRoles {
         self.args.iter().filter(|a| a.tied)
     }
 
-    /// Whether the batch equals a dimension of a weight argument while no data argument has
-    /// it as its leading dimension: the batch was read from a weight.
+    /// Whether `batch` looks read from a weight rather than from the data: the argument it
+    /// came from is used as a weight (a dot's right-hand side, a kernel, a gather table — an
+    /// embedding's vocabulary), or only the position rule made it data and `batch` is a
+    /// dimension of a weight argument. Returns the weight-like argument.
     #[must_use]
     pub fn batch_is_weight_dim(&self, batch: u64) -> Option<&ArgRole> {
-        let from_data = self
-            .with(Role::Data)
-            .any(|a| a.shape.as_ref().and_then(|s| s.first()).is_some_and(|&d| d == batch));
-        if from_data || batch <= 1 {
+        if batch <= 1 {
+            return None;
+        }
+        let from = self.batch_arg.and_then(|i| self.args.get(i));
+        if let Some(a) = from.filter(|a| a.weight_use) {
+            return Some(a);
+        }
+        let weak = from.is_none_or(|a| matches!(a.rule, Rule::Position | Rule::ManyLayers));
+        if !weak {
             return None;
         }
         self.with(Role::Weight).find(|a| a.shape.as_ref().is_some_and(|s| s.contains(&batch)))
@@ -307,6 +319,7 @@ fn passes_on(op: &str) -> bool {
             | "optimization_barrier"
             | "sharding_constraint"
             | "custom_call"
+            | "pad"
     )
 }
 
@@ -776,6 +789,7 @@ fn finish(g: &Graph, cands: Vec<Cand<'_>>) -> ArgRoles {
     for c in cands {
         let (role, rule) = c.decided.unwrap_or((Role::Weight, Rule::Position));
         let gather_read = c.used_as(GATHERS, 0);
+        let weight_use = gather_read || c.used_as(DOTS, 1) || c.used_as(CONVS, 1);
         let tied = role == Role::Weight
             && gather_read
             && c.uses.iter().any(|u| DOTS.contains(&u.op.as_str()));
@@ -791,6 +805,7 @@ fn finish(g: &Graph, cands: Vec<Cand<'_>>) -> ArgRoles {
             rule,
             gather_read,
             tied,
+            weight_use,
             id,
         };
         let t = match role {
@@ -825,6 +840,7 @@ fn batch_and_sequence(out: &mut ArgRoles) {
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
     if let Some(&(b, _, i)) = counts.first() {
         out.batch = Some(b);
+        out.batch_arg = Some(i);
         let a = &out.args[i];
         out.batch_from = Some(format!(
             "leading dim of data argument {} `{}` {}{:?} ({})",
@@ -884,6 +900,44 @@ mod tests {
         assert_eq!(splits_leading("{replicated}"), Some(false));
         assert_eq!(splits_leading("#sdy.sharding<@mesh, [{\"data\"}, {}]>"), Some(true));
         assert_eq!(splits_leading("#sdy.sharding<@mesh, [{}, {\"model\"}]>"), Some(false));
+    }
+
+    fn arg(index: usize, shape: &[u64], role: Role, rule: Rule, weight_use: bool) -> ArgRole {
+        ArgRole {
+            index,
+            value: format!("%arg{index}"),
+            name: None,
+            dtype: "f32".into(),
+            shape: Some(shape.to_vec()),
+            role,
+            rule,
+            gather_read: false,
+            tied: false,
+            weight_use,
+            id: ValueId(u32::try_from(index).unwrap()),
+        }
+    }
+
+    #[test]
+    fn batch_read_from_a_weight_is_caught() {
+        // The embedding table taken for data (the bug of issue 21): batch = the vocabulary.
+        let mut r = ArgRoles {
+            args: vec![
+                arg(0, &[50257, 768], Role::Data, Rule::User, true),
+                arg(1, &[768, 768], Role::Weight, Rule::WeightSide, true),
+            ],
+            batch: Some(50257),
+            batch_arg: Some(0),
+            ..ArgRoles::default()
+        };
+        assert_eq!(r.batch_is_weight_dim(50257).map(|a| a.index), Some(0));
+        // Data decided only by position, with the batch a dimension of a weight.
+        r.args[0] = arg(0, &[768, 16], Role::Data, Rule::Position, false);
+        assert_eq!(r.batch_is_weight_dim(768).map(|a| a.index), Some(1));
+        // Token ids decided by their type: a batch of 768 is believed.
+        r.args[0] = arg(0, &[768, 16], Role::Data, Rule::Integer, false);
+        assert!(r.batch_is_weight_dim(768).is_none());
+        assert!(r.batch_is_weight_dim(1).is_none());
     }
 
     #[test]
