@@ -257,7 +257,8 @@ fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload, scale:
         clippy::cast_precision_loss,
         reason = "bytes"
     )]
-    let batch = if (scale - 1.0).abs() < f64::EPSILON { batch } else { (batch as f64 * scale) as u64 };
+    let batch =
+        if (scale - 1.0).abs() < f64::EPSILON { batch } else { (batch as f64 * scale) as u64 };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
     let budget = chip.hbm_budget().unwrap_or(0.0) as u64;
     let slices = catalog.slices(chip);
@@ -343,8 +344,9 @@ pub fn audit(
         .clone()
         .unwrap_or_else(|| roles::assign(model, &RoleOptions::default()).unwrap_or_default());
     // Weights passed as arguments: StableHLO, or any graph without stored weights.
-    let by_args = matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
-        || !model.graph.values.iter().any(|v| matches!(v.kind, ValueKind::Weight(_)));
+    let by_args =
+        matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
+            || !model.graph.values.iter().any(|v| matches!(v.kind, ValueKind::Weight(_)));
     let resident: HashSet<ValueId> = if by_args {
         roles.args.iter().filter(|a| a.role != Role::Data).map(|a| a.id).collect()
     } else {
@@ -582,7 +584,11 @@ pub fn audit(
             chip: head.clone(),
             fits_on: head_fit.and_then(|f| f.replicated.clone().or_else(|| f.sharded.clone())),
             step_s: head_roof.map(|r| r.step_s),
-            samples_per_s: if refused.is_some() { None } else { head_roof.map(|r| r.samples_per_s) },
+            samples_per_s: if refused.is_some() {
+                None
+            } else {
+                head_roof.map(|r| r.samples_per_s)
+            },
             samples_per_s_refused: refused.clone(),
             slice_fit,
             top_fixes: fixes,

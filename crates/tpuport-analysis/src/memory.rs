@@ -439,11 +439,8 @@ fn params(
     {
         state = arg_ids(ArgRole::State);
         let ids = arg_ids(ArgRole::Weight);
-        let mut by: Vec<String> = roles
-            .decided_by
-            .iter()
-            .map(|(r, n)| format!("{n} by {}", r.describe()))
-            .collect();
+        let mut by: Vec<String> =
+            roles.decided_by.iter().map(|(r, n)| format!("{n} by {}", r.describe())).collect();
         by.truncate(4);
         (ids, format!("weight arguments (argument roles: {})", by.join("; ")))
     } else {
@@ -553,8 +550,8 @@ pub fn analyze(
     opt: Optimizer,
     mxu_ops: u64,
 ) -> MemoryReport {
-    let roles = crate::roles::assign(model, &crate::roles::RoleOptions::default())
-        .unwrap_or_default();
+    let roles =
+        crate::roles::assign(model, &crate::roles::RoleOptions::default()).unwrap_or_default();
     analyze_with_roles(model, chips, workload, opt, mxu_ops, &roles)
 }
 

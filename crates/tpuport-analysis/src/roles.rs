@@ -471,7 +471,11 @@ pub fn rule_user(
     hit.then_some(Role::Data)
 }
 
-fn check_selectors(sel: &[ArgSelector], cands: &[Cand<'_>], g: &Graph) -> Result<(), UnknownArgument> {
+fn check_selectors(
+    sel: &[ArgSelector],
+    cands: &[Cand<'_>],
+    g: &Graph,
+) -> Result<(), UnknownArgument> {
     for s in sel {
         let found = cands.iter().any(|c| {
             let value = &g.value(g.inputs[c.index]).name;
@@ -572,8 +576,14 @@ pub fn rule_name(name: &str) -> Option<Role> {
         "targets",
     ];
     // Names no weight carries, wherever they sit in the path.
-    const STRONG_DATA: &[&str] =
-        &["token_ids", "input_ids", "pixel_values", "padding_mask", "attention_mask", "segment_ids"];
+    const STRONG_DATA: &[&str] = &[
+        "token_ids",
+        "input_ids",
+        "pixel_values",
+        "padding_mask",
+        "attention_mask",
+        "segment_ids",
+    ];
     let t = tokens(name);
     let first = t.first()?;
     if t.iter().any(|x| STATE.contains(&x.as_str())) {
@@ -674,8 +684,10 @@ fn rule_integer(c: &Cand<'_>) -> Option<Role> {
 /// argument, is data.
 fn rule_activation_side(c: &Cand<'_>) -> Option<Role> {
     let conv_in = c.used_as(CONVS, 0);
-    let dot_lhs =
-        c.uses.iter().any(|u| DOTS.contains(&u.op.as_str()) && u.operand == 0 && u.other_arg.is_some());
+    let dot_lhs = c
+        .uses
+        .iter()
+        .any(|u| DOTS.contains(&u.op.as_str()) && u.operand == 0 && u.other_arg.is_some());
     (conv_in || dot_lhs).then_some(Role::Data)
 }
 
@@ -696,7 +708,12 @@ fn rule_many_layers(c: &Cand<'_>) -> Option<Role> {
 /// Rule 12: the position pattern. JAX flattens `f(params, x)` leaf by leaf in argument order,
 /// so undecided arguments before the first data argument are weights and those after the last
 /// weight are data; with no data argument at all, the last argument is the data.
-fn rule_position(index: usize, first_data: Option<usize>, last_weight: Option<usize>, n: usize) -> Role {
+fn rule_position(
+    index: usize,
+    first_data: Option<usize>,
+    last_weight: Option<usize>,
+    n: usize,
+) -> Role {
     match (first_data, last_weight) {
         (Some(d), _) if index < d => Role::Weight,
         (_, Some(w)) if index > w => Role::Data,
@@ -717,11 +734,8 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
     for (i, v) in g.inputs.iter().enumerate() {
         let val = g.value(*v);
         let prefix = format!("arg{i}:");
-        let attrs = g
-            .attrs
-            .iter()
-            .filter_map(|(k, a)| k.strip_prefix(&prefix).map(|k| (k, a)))
-            .collect();
+        let attrs =
+            g.attrs.iter().filter_map(|(k, a)| k.strip_prefix(&prefix).map(|k| (k, a))).collect();
         cands.push(Cand {
             index: i,
             name: arg_name(g, i),
@@ -772,7 +786,8 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             c.decided = Some((Role::Weight, Rule::User));
         }
     }
-    let first_data = cands.iter().find(|c| matches!(c.decided, Some((Role::Data, _)))).map(|c| c.index);
+    let first_data =
+        cands.iter().find(|c| matches!(c.decided, Some((Role::Data, _)))).map(|c| c.index);
     let last_weight =
         cands.iter().rev().find(|c| matches!(c.decided, Some((Role::Weight, _)))).map(|c| c.index);
     let n = cands.len();

@@ -47,8 +47,12 @@ fn u(meta: &serde_json::Value, k: &str) -> u64 {
 fn data_arguments_batch_and_sequence() {
     let mut failures = Vec::new();
     for (name, dir, meta) in exports() {
-        let want_data: Vec<usize> =
-            meta["data_args"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+        let want_data: Vec<usize> = meta["data_args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as usize)
+            .collect();
         for file in ["export.mlir", "jit.mlir"] {
             let m = open(&dir.join(file));
             assert_eq!(m.graph.inputs.len() as u64, u(&meta, "arguments"), "{name}/{file}");
@@ -67,10 +71,14 @@ fn data_arguments_batch_and_sequence() {
                 failures.push(format!("{name}/{file}: data args {data:?}, want {want_data:?}"));
             }
             if r.batch != Some(u(&meta, "batch")) {
-                failures.push(format!("{name}/{file}: batch {:?}, want {}", r.batch, meta["batch"]));
+                failures
+                    .push(format!("{name}/{file}: batch {:?}, want {}", r.batch, meta["batch"]));
             }
             if r.sequence != meta["sequence"].as_u64() {
-                failures.push(format!("{name}/{file}: sequence {:?}, want {}", r.sequence, meta["sequence"]));
+                failures.push(format!(
+                    "{name}/{file}: sequence {:?}, want {}",
+                    r.sequence, meta["sequence"]
+                ));
             }
         }
     }
@@ -108,7 +116,10 @@ fn parameters_match_the_framework() {
             .map(roles::ArgRole::elements)
             .sum();
         if float_elems != r.weights.elements || r.weights.bytes != per * float_elems {
-            failures.push(format!("{name}: weight bytes {} for {float_elems} elements", r.weights.bytes));
+            failures.push(format!(
+                "{name}: weight bytes {} for {float_elems} elements",
+                r.weights.bytes
+            ));
         }
         // The framework's own total (Keras count_params() includes non-trainable weights, not
         // the dropout seed generators' state).
@@ -170,8 +181,16 @@ fn audit_reports_the_batch_the_params_and_possible_throughput() {
         assert!(per_sample > 0.0, "{name}");
         for c in &r.roofline.chips {
             let implied = c.samples_per_s * per_sample;
-            println!("{name} {}: {:.0} samples/s, {implied:.3e} FLOP/s of {:.3e}", c.chip, c.samples_per_s, c.peak_flops);
-            assert!(implied <= c.peak_flops * 1.000_001, "{name} on {}: {implied} > {}", c.chip, c.peak_flops);
+            println!(
+                "{name} {}: {:.0} samples/s, {implied:.3e} FLOP/s of {:.3e}",
+                c.chip, c.samples_per_s, c.peak_flops
+            );
+            assert!(
+                implied <= c.peak_flops * 1.000_001,
+                "{name} on {}: {implied} > {}",
+                c.chip,
+                c.peak_flops
+            );
         }
         let head = r.summary.samples_per_s.unwrap();
         assert!(head * per_sample <= r.roofline.chips[0].peak_flops.max(1.0) * 10.0, "{name}");
@@ -188,15 +207,18 @@ fn user_override_decides() {
     let m = open(&dir.join("jit.mlir"));
     let tokens = meta["data_args"][0].as_u64().unwrap() as usize;
     // Only the token ids: the padding mask becomes state, the batch stays.
-    let r = roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Index(tokens)] }).unwrap();
+    let r =
+        roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Index(tokens)] }).unwrap();
     let data: Vec<_> = r.with(Role::Data).map(|a| (a.index, a.rule)).collect();
     assert_eq!(data, vec![(tokens, Rule::User)], "{name}");
     assert_eq!(r.batch, Some(2));
     // By value name.
     let by_name = format!("%arg{tokens}");
-    let r = roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Name(by_name)] }).unwrap();
+    let r =
+        roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Name(by_name)] }).unwrap();
     assert_eq!(r.with(Role::Data).count(), 1);
     // An argument that does not exist is an error naming it.
-    let e = roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Index(999)] }).unwrap_err();
+    let e =
+        roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Index(999)] }).unwrap_err();
     assert!(e.to_string().contains("`999`"), "{e}");
 }

@@ -79,7 +79,8 @@ pub fn render_text(inv: &Inventory, paint: Paint) -> String {
         let mut weights = 0usize;
         for (i, port) in ports.iter().enumerate() {
             // With argument roles, the weight arguments are counted above, not listed.
-            let role = inv.roles.as_ref().filter(|_| title_text == "inputs").and_then(|r| r.args.get(i));
+            let role =
+                inv.roles.as_ref().filter(|_| title_text == "inputs").and_then(|r| r.args.get(i));
             match role {
                 Some(a) if a.role == tpuport_analysis::roles::Role::Weight => weights += 1,
                 Some(a) => {

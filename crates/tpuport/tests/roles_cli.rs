@@ -19,7 +19,8 @@ fn gpt2() -> (PathBuf, serde_json::Value) {
         "stablehlo-exports",
     );
     let dir = root.join("kerashub_gpt2");
-    let meta = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let meta =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     (dir, meta)
 }
 
@@ -49,17 +50,23 @@ fn audit_reads_batch_params_and_tied_table() {
     assert_eq!(r["roles"]["sequence"], meta["sequence"]);
     assert_eq!(r["model"]["params"], meta["params"]);
     assert_eq!(r["model"]["tied"].as_array().unwrap().len(), 1);
-    let want: Vec<u64> = meta["data_args"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let want: Vec<u64> =
+        meta["data_args"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
     assert_eq!(data_indices(&r), want);
     let sps = r["summary"]["samples_per_s"].as_f64().unwrap();
     let per_sample = r["cost"]["totals"]["flops"].as_f64().unwrap() / r["batch"].as_f64().unwrap();
     let head = r["summary"]["chip"].as_str().unwrap();
-    let chip = r["roofline"]["chips"].as_array().unwrap().iter().find(|c| c["chip"] == head).unwrap();
+    let chip =
+        r["roofline"]["chips"].as_array().unwrap().iter().find(|c| c["chip"] == head).unwrap();
     assert!(sps * per_sample <= chip["peak_flops"].as_f64().unwrap());
 
     let text = tpuport(&["audit", m.to_str().unwrap()]);
     assert_eq!(text.code, 0, "{}", text.stderr);
-    assert!(text.stdout.contains("batch 2, sequence 32, from the leading dim of data argument"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("batch 2, sequence 32, from the leading dim of data argument"),
+        "{}",
+        text.stdout
+    );
     assert!(text.stdout.contains("tied: `%arg"), "{}", text.stdout);
 }
 
@@ -78,7 +85,13 @@ fn data_args_override_by_index_and_name() {
     // A name that is no argument: exit 2, one line naming the file and the name.
     let o = tpuport(&["audit", m.to_str().unwrap(), "--data-args", "nosuch"]);
     assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.starts_with("error:") && o.stderr.contains("export.mlir") && o.stderr.contains("`nosuch`"), "{}", o.stderr);
+    assert!(
+        o.stderr.starts_with("error:")
+            && o.stderr.contains("export.mlir")
+            && o.stderr.contains("`nosuch`"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -121,8 +134,12 @@ fn inspect_counts_weight_arguments() {
     let m = dir.join("export.mlir");
     let r = json(&["--format", "json", "inspect", m.to_str().unwrap()]);
     assert_eq!(r["params"]["elements"], meta["params"]);
-    let codes: Vec<&str> = r["explanations"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap()).collect();
-    assert!(codes.contains(&"weights-as-arguments") && codes.contains(&"tied-argument"), "{codes:?}");
+    let codes: Vec<&str> =
+        r["explanations"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap()).collect();
+    assert!(
+        codes.contains(&"weights-as-arguments") && codes.contains(&"tied-argument"),
+        "{codes:?}"
+    );
     let o = tpuport(&["inspect", m.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("argument roles"), "{}", o.stdout);

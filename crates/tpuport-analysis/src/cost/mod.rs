@@ -268,8 +268,10 @@ pub fn analyze_with_weights(model: &Model, weight_args: &HashSet<ValueId>) -> Co
     let mut derived = weight_args.clone();
     for n in &model.graph.nodes {
         let s = taxonomy::short_name(&n.op);
-        if matches!(s.as_str(), "convert" | "reshape" | "transpose" | "bitcast_convert" | "copy" | "slice")
-            && n.inputs.first().copied().flatten().is_some_and(|v| derived.contains(&v))
+        if matches!(
+            s.as_str(),
+            "convert" | "reshape" | "transpose" | "bitcast_convert" | "copy" | "slice"
+        ) && n.inputs.first().copied().flatten().is_some_and(|v| derived.contains(&v))
         {
             derived.extend(n.outputs.iter().copied());
         }
