@@ -348,13 +348,29 @@ impl<'m> Readers<'m> {
     /// Every use of `start` in `g`, following pass-through ops, calls and loop bodies.
     fn uses(&mut self, g: &'m Graph, start: ValueId, args: &HashMap<ValueId, usize>) -> Vec<Use> {
         let mut out = Vec::new();
-        let mut seen: HashSet<(usize, ValueId)> = HashSet::new();
-        let mut work: Vec<(&'m Graph, ValueId, usize)> = vec![(g, start, 0)];
+        let mut seen: HashSet<(usize, usize, ValueId)> = HashSet::new();
+        // (graph, value, depth, the call that entered this graph: its caller and node).
+        type Ret<'m> = Option<(&'m Graph, &'m Node)>;
+        let start_shape = crate::cost::shape(g, start);
+        let vector = start_shape.as_ref().is_some_and(|s| s.len() <= 1);
+        let start_elems = start_shape.map(|s| crate::cost::sat(&s));
+        let mut work: Vec<(&'m Graph, ValueId, usize, Ret<'m>)> = vec![(g, start, 0, None)];
         let entry = std::ptr::from_ref(&self.model.graph) as usize;
-        while let Some((g, v, depth)) = work.pop() {
+        while let Some((g, v, depth, ret)) = work.pop() {
             let gk = std::ptr::from_ref(g) as usize;
-            if !seen.insert((gk, v)) || depth > 64 || seen.len() > 100_000 {
+            let rk = ret.map_or(0, |(_, n)| std::ptr::from_ref(n) as usize);
+            if !seen.insert((gk, rk, v)) || depth > 64 || seen.len() > 100_000 {
                 continue;
+            }
+            // Returned from a called function: go on at the call's result.
+            if let Some((caller, call)) = ret {
+                for (j, o) in g.outputs.iter().enumerate() {
+                    if *o == v
+                        && let Some(&r) = call.outputs.get(j)
+                    {
+                        work.push((caller, r, depth + 1, None));
+                    }
+                }
             }
             let readers = self.of(g).get(&v).cloned().unwrap_or_default();
             for (ni, k) in readers {
@@ -365,14 +381,14 @@ impl<'m> Readers<'m> {
                     if let Some(body) = self.model.function(callee.trim_start_matches('@'))
                         && let Some(&a) = body.inputs.get(k)
                     {
-                        work.push((body, a, depth + 1));
+                        work.push((body, a, depth + 1, Some((g, n))));
                         continue;
                     }
                 }
                 if op == "while" {
                     for (_, body) in &n.subgraphs {
                         if let Some(&a) = body.inputs.get(k) {
-                            work.push((body, a, depth + 1));
+                            work.push((body, a, depth + 1, None));
                         }
                     }
                     continue;
@@ -393,9 +409,18 @@ impl<'m> Readers<'m> {
                     None
                 };
                 out.push(Use { op: op.clone(), operand: k, other_arg, growth });
-                if passes_on(&op) {
+                // A vector argument (bias, norm statistic) combined elementwise with other
+                // vectors before its broadcast (a batch norm folded to one scale and shift) is
+                // followed through that arithmetic.
+                let same_size_elementwise = vector
+                    && taxonomy::lookup(&op).family == taxonomy::OpFamily::Elementwise
+                    && n.outputs
+                        .first()
+                        .and_then(|o| crate::cost::shape(g, *o))
+                        .is_some_and(|s| Some(crate::cost::sat(&s)) == start_elems);
+                if passes_on(&op) || same_size_elementwise {
                     for o in &n.outputs {
-                        work.push((g, *o, depth + 1));
+                        work.push((g, *o, depth + 1, ret));
                     }
                 }
             }

@@ -75,7 +75,8 @@ pub fn render_text(r: &AuditReport, paint: Paint) -> String {
         title(&mut o, "Findings");
         findings(&mut o, r, paint);
     }
-    title(&mut o, &format!("Cost (forward pass, batch {})", r.batch));
+    // The cost is the module's, at the batch its shapes hold.
+    title(&mut o, &format!("Cost (forward pass, batch {})", r.module_batch));
     cost(&mut o, r, paint);
     title(&mut o, "Memory");
     memory(&mut o, r, paint);
@@ -150,11 +151,16 @@ fn summary(o: &mut String, r: &AuditReport) {
     let t = &r.cost.totals;
     let _ = writeln!(
         o,
-        "  {} FLOPs per step ({} on the MXU), {} transcendentals, {} moved (fused estimate)",
+        "  {} FLOPs per step ({} on the MXU), {} transcendentals, {} moved (fused estimate){}",
         si(t.flops),
         si(t.mxu_flops),
         si(t.transcendentals),
-        bytes(t.fused_bytes)
+        bytes(t.fused_bytes),
+        if r.batch == r.module_batch {
+            String::new()
+        } else {
+            format!(" at the module's batch {}", r.module_batch)
+        }
     );
     let count = |l: Level| r.findings.iter().filter(|f| f.severity == l).count();
     let (errors, warnings, infos) =
