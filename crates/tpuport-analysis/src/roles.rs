@@ -15,15 +15,16 @@
 //! 4. [`rule_aliasing`]: `tf.aliasing_output` (a donated buffer updated in place) marks state,
 //!    unless the argument is also a matmul / convolution weight (a training step's
 //!    parameters).
-//! 5. [`rule_sharding`]: in a partitioned module where some arguments are split on their
-//!    leading dimension and others are replicated, the split ones are data.
-//! 6. [`rule_weight_side`]: the weight side of a dot (right-hand operand) or a convolution
-//!    (kernel), through converts, reshapes, transposes and slices.
-//! 7. [`rule_gather_table`]: the table a `gather` reads rows of (an embedding).
-//! 8. [`rule_integer`]: integer and boolean arguments are data (token ids, masks, positions).
-//! 9. [`rule_activation_side`]: the input of a convolution, or the left side of a dot whose
+//! 5. [`rule_weight_side`]: the weight side of a dot (right-hand operand) or a convolution
+//!    (kernel), through converts, reshapes, transposes, slices and calls.
+//! 6. [`rule_gather_table`]: the table a `gather` reads rows of (an embedding).
+//! 7. [`rule_integer`]: integer and boolean arguments are data (token ids, masks, positions).
+//! 8. [`rule_activation_side`]: the input of a convolution, or the left side of a dot whose
 //!    other side is a weight argument, is data.
-//! 10. [`rule_broadcast`]: a float argument broadcast onto a larger tensor is a bias or a scale.
+//! 9. [`rule_broadcast`]: a float argument broadcast onto a larger tensor is a bias or a scale
+//!    (a vector is followed through the arithmetic that folds it with other vectors first).
+//! 10. [`rule_sharding`]: in a partitioned module where some arguments of rank >= 2 are split on
+//!    their leading dimension and others are replicated, the split ones are data.
 //! 11. [`rule_many_layers`]: a float argument read by many ops that are not weight uses (an
 //!     attention bias, a mask in float) is data that flows to every layer.
 //! 12. [`rule_position`]: JAX flattens `f(params, x)` in order, so arguments before the first
@@ -300,8 +301,8 @@ struct Use {
     operand: usize,
     /// The other operand of a binary op, when it is an entry argument (its index).
     other_arg: Option<usize>,
-    /// For `broadcast_in_dim`: result elements over operand elements.
-    growth: u64,
+    /// A `broadcast_in_dim` that adds elements or dimensions.
+    widens: bool,
 }
 
 /// Ops that pass an argument's values on for the purposes of its role.
@@ -354,9 +355,11 @@ impl<'m> Readers<'m> {
         let start_shape = crate::cost::shape(g, start);
         let vector = start_shape.as_ref().is_some_and(|s| s.len() <= 1);
         let start_elems = start_shape.map(|s| crate::cost::sat(&s));
-        let mut work: Vec<(&'m Graph, ValueId, usize, Ret<'m>)> = vec![(g, start, 0, None)];
+        // The last field: a broadcast was passed (the value has met the activations).
+        let mut work: Vec<(&'m Graph, ValueId, usize, Ret<'m>, bool)> =
+            vec![(g, start, 0, None, false)];
         let entry = std::ptr::from_ref(&self.model.graph) as usize;
-        while let Some((g, v, depth, ret)) = work.pop() {
+        while let Some((g, v, depth, ret, bcast)) = work.pop() {
             let gk = std::ptr::from_ref(g) as usize;
             let rk = ret.map_or(0, |(_, n)| std::ptr::from_ref(n) as usize);
             if !seen.insert((gk, rk, v)) || depth > 64 || seen.len() > 100_000 {
@@ -368,7 +371,7 @@ impl<'m> Readers<'m> {
                     if *o == v
                         && let Some(&r) = call.outputs.get(j)
                     {
-                        work.push((caller, r, depth + 1, None));
+                        work.push((caller, r, depth + 1, None, bcast));
                     }
                 }
             }
@@ -381,26 +384,27 @@ impl<'m> Readers<'m> {
                     if let Some(body) = self.model.function(callee.trim_start_matches('@'))
                         && let Some(&a) = body.inputs.get(k)
                     {
-                        work.push((body, a, depth + 1, Some((g, n))));
+                        work.push((body, a, depth + 1, Some((g, n)), bcast));
                         continue;
                     }
                 }
                 if op == "while" {
                     for (_, body) in &n.subgraphs {
                         if let Some(&a) = body.inputs.get(k) {
-                            work.push((body, a, depth + 1, None));
+                            work.push((body, a, depth + 1, None, bcast));
                         }
                     }
                     continue;
                 }
-                let growth = if op == "broadcast_in_dim" {
-                    let elems = |x: Option<ValueId>| {
-                        x.and_then(|x| crate::cost::shape(g, x)).map(|s| crate::cost::sat(&s))
-                    };
-                    let (i, o) = (elems(Some(v)), elems(n.outputs.first().copied()));
-                    i.zip(o).map_or(1, |(i, o)| o / i.max(1))
-                } else {
-                    1
+                // A broadcast widens when it adds elements or dimensions (a bias at batch 1).
+                let widens = op == "broadcast_in_dim" && {
+                    let (i, o) = (
+                        crate::cost::shape(g, v),
+                        n.outputs.first().and_then(|o| crate::cost::shape(g, *o)),
+                    );
+                    i.zip(o).is_some_and(|(i, o)| {
+                        crate::cost::sat(&o) > crate::cost::sat(&i) || o.len() > i.len()
+                    })
                 };
                 let other = n.inputs.get(1 - k.min(1)).copied().flatten();
                 let other_arg = if gk == entry && n.inputs.len() == 2 {
@@ -408,19 +412,21 @@ impl<'m> Readers<'m> {
                 } else {
                     None
                 };
-                out.push(Use { op: op.clone(), operand: k, other_arg, growth });
+                out.push(Use { op: op.clone(), operand: k, other_arg, widens });
                 // A vector argument (bias, norm statistic) combined elementwise with other
                 // vectors before its broadcast (a batch norm folded to one scale and shift) is
                 // followed through that arithmetic.
                 let same_size_elementwise = vector
+                    && !bcast
                     && taxonomy::lookup(&op).family == taxonomy::OpFamily::Elementwise
                     && n.outputs
                         .first()
                         .and_then(|o| crate::cost::shape(g, *o))
                         .is_some_and(|s| Some(crate::cost::sat(&s)) == start_elems);
                 if passes_on(&op) || same_size_elementwise {
+                    let b = bcast || op == "broadcast_in_dim";
                     for o in &n.outputs {
-                        work.push((g, *o, depth + 1, ret));
+                        work.push((g, *o, depth + 1, ret, b));
                     }
                 }
             }
@@ -683,9 +689,9 @@ fn rule_sharding(c: &Cand<'_>, mixed: bool) -> Option<Role> {
         Attr::Str(s) | Attr::Text(s) => s,
         _ => return None,
     };
-    // A weight split on its leading dim (FSDP) would also match: only rank >= 2 arguments
-    // whose other uses do not make them weights reach here.
-    splits_leading(text)?.then_some(Role::Data)
+    // A weight split on its leading dim (FSDP) would also match: only arguments whose uses
+    // did not make them weights reach here, and vectors (a tensor-parallel bias) never.
+    (c.shape.as_ref().is_some_and(|s| s.len() >= 2) && splits_leading(text)?).then_some(Role::Data)
 }
 
 /// Rule 6: the weight side of a dot (its right-hand operand) or of a convolution (its
@@ -719,7 +725,7 @@ fn rule_activation_side(c: &Cand<'_>) -> Option<Role> {
 /// Rule 10: a float argument broadcast onto a larger tensor (a bias, a norm scale, a
 /// positional table added to every sample).
 fn rule_broadcast(c: &Cand<'_>) -> Option<Role> {
-    (c.is_float() && c.uses.iter().any(|u| u.op == "broadcast_in_dim" && u.growth > 1))
+    (c.is_float() && c.uses.iter().any(|u| u.op == "broadcast_in_dim" && u.widens))
         .then_some(Role::Weight)
 }
 
@@ -797,10 +803,10 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             .or_else(|| rule_aliasing(c).map(|r| (r, Rule::Aliasing)))
             .or_else(|| rule_weight_side(c).map(|r| (r, Rule::WeightSide)))
             .or_else(|| rule_gather_table(c).map(|r| (r, Rule::GatherTable)))
-            .or_else(|| rule_sharding(c, mixed).map(|r| (r, Rule::Sharding)))
             .or_else(|| rule_integer(c).map(|r| (r, Rule::Integer)))
             .or_else(|| rule_activation_side(c).map(|r| (r, Rule::ActivationSide)))
             .or_else(|| rule_broadcast(c).map(|r| (r, Rule::Broadcast)))
+            .or_else(|| rule_sharding(c, mixed).map(|r| (r, Rule::Sharding)))
             .or_else(|| rule_many_layers(c).map(|r| (r, Rule::ManyLayers)));
         c.decided = match by_rules {
             // The user listed the data: anything else a rule calls data is not.

@@ -222,3 +222,30 @@ fn user_override_decides() {
         roles::assign(&m, &RoleOptions { data_args: vec![ArgSelector::Index(999)] }).unwrap_err();
     assert!(e.to_string().contains("`999`"), "{e}");
 }
+
+/// The JAX fixtures of `make fixtures` (`f(*weights, x)`, data last; batch 1, batch 128,
+/// data- and tensor-parallel sharded modules): `x` is the only data argument and carries the
+/// batch, in the plain and the exported module alike.
+#[test]
+fn jax_fixtures_data_is_x() {
+    let dir = tpuport_testkit::fixtures("jax");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let meta = tpuport_testkit::meta(&p);
+        let Some(names) = meta["arg_names"].as_array() else { continue };
+        let x = names.iter().position(|n| n == "x").unwrap();
+        let Some(batch) = meta["args"][x][0][0].as_u64() else { continue };
+        for file in ["jit.mlir", "export.mlir"] {
+            if !p.join(file).is_file() {
+                continue;
+            }
+            let r = roles::assign(&open(&p.join(file)), &RoleOptions::default()).unwrap();
+            let data: Vec<usize> = r.with(Role::Data).map(|a| a.index).collect();
+            assert_eq!(data, vec![x], "{}/{file}: {:?}", p.display(), r.decided_by);
+            assert_eq!(r.batch, Some(batch), "{}/{file}", p.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 12, "expected the JAX fixtures in {}", dir.display());
+}
