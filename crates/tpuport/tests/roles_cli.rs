@@ -146,3 +146,19 @@ fn inspect_counts_weight_arguments() {
     assert!(o.stdout.contains("data %arg43 `data[0]`"), "{}", o.stdout);
     assert!(o.stdout.contains("and 36 weight arguments"), "{}", o.stdout);
 }
+
+#[test]
+fn zero_flops_per_sample_gives_no_samples_per_second() {
+    // A module that only moves data: nothing to divide by.
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("transpose.mlir");
+    std::fs::write(
+        &m,
+        "module @m {\n  func.func public @main(%arg0: tensor<4x8xf32>) -> tensor<8x4xf32> {\n    %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>\n    return %0 : tensor<8x4xf32>\n  }\n}\n",
+    )
+    .unwrap();
+    let r = json(&["--format", "json", "audit", m.to_str().unwrap()]);
+    assert_eq!(r["cost"]["totals"]["flops"], 0);
+    assert!(r["summary"]["samples_per_s"].is_null(), "{}", r["summary"]);
+    assert!(r["summary"]["samples_per_s_refused"].as_str().unwrap().contains("0 FLOPs"));
+}
