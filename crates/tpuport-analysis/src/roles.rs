@@ -24,7 +24,7 @@
 //! 9. [`rule_broadcast`]: a float argument broadcast onto a larger tensor is a bias or a scale
 //!    (a vector is followed through the arithmetic that folds it with other vectors first).
 //! 10. [`rule_sharding`]: in a partitioned module where some arguments of rank >= 2 are split on
-//!    their leading dimension and others are replicated, the split ones are data.
+//!     their leading dimension and others are replicated, the split ones are data.
 //! 11. [`rule_many_layers`]: a float argument read by many ops that are not weight uses (an
 //!     attention bias, a mask in float) is data that flows to every layer.
 //! 12. [`rule_position`]: JAX flattens `f(params, x)` in order, so arguments before the first
