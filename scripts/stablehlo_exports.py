@@ -35,9 +35,9 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "jax")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 
 def leaves(tree):
@@ -109,8 +109,8 @@ def keras_meta(model, **kw):
     # seed generators) are passed as arguments but not counted there.
     weights = {id(w) for w in model.weights}
     untracked = int(sum(np.prod(v.shape) for v in model.non_trainable_variables if id(v) not in weights))
-    m = dict(framework="keras", params=trainable, state=state, untracked_state=untracked,
-             count_params=int(model.count_params()))
+    m = {"framework": "keras", "params": trainable, "state": state, "untracked_state": untracked,
+         "count_params": int(model.count_params())}
     m.update(kw)
     return m
 
@@ -161,7 +161,7 @@ def flax_resnet(out):
 
         @nn.compact
         def __call__(self, x, train):
-            norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-5)  # noqa: E731
+            norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-5)
             y = nn.Conv(self.features, (3, 3), (self.strides, self.strides), padding=[(1, 1), (1, 1)], use_bias=False)(x)
             y = nn.relu(norm()(y))
             y = nn.Conv(self.features, (3, 3), padding=[(1, 1), (1, 1)], use_bias=False)(y)
@@ -193,8 +193,8 @@ def flax_resnet(out):
         return model.apply(variables, x, train=False)
 
     export(out, "flax_resnet18", fn, variables, (x,),
-           dict(framework="flax.linen", params=size(variables["params"]), state=size(variables["batch_stats"]),
-                batch=2, sequence=None, tied=False, dtype="f32"))
+           {"framework": "flax.linen", "params": size(variables["params"]), "state": size(variables["batch_stats"]),
+            "batch": 2, "sequence": None, "tied": False, "dtype": "f32"})
 
 
 def nnx_transformer(out):
@@ -236,8 +236,8 @@ def nnx_transformer(out):
 
     params = nnx.state(model, nnx.Param)
     export(out, "nnx_transformer", fn, state, (tokens,),
-           dict(framework="flax.nnx", params=size(params), state=size(state) - size(params),
-                batch=4, sequence=16, tied=True, dtype="f32"))
+           {"framework": "flax.nnx", "params": size(params), "state": size(state) - size(params),
+            "batch": 4, "sequence": 16, "tied": True, "dtype": "f32"})
 
 
 def main():
