@@ -48,12 +48,13 @@ def size(tree):
     return int(sum(np.prod(x.shape, dtype=np.int64) for x in leaves(tree)))
 
 
-def export(out, name, fn, params, data, meta):
-    """Writes both module texts and meta.json; `fn(params, *data)`."""
+def export(out, name, fn, params, data, meta, donate=False):
+    """Writes both module texts and meta.json; `fn(params, *data)`. `donate`: the first
+    argument's buffers are donated (a training step updating its state in place)."""
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     t = time.time()
-    jitted = jax.jit(fn, keep_unused=True)
+    jitted = jax.jit(fn, keep_unused=True, donate_argnums=(0,) if donate else ())
     lowered = jitted.lower(params, *data)
     with open(os.path.join(d, "jit.mlir"), "w") as f:
         f.write(lowered.as_text())
@@ -195,6 +196,32 @@ def flax_resnet(out):
     export(out, "flax_resnet18", fn, variables, (x,),
            {"framework": "flax.linen", "params": size(variables["params"]), "state": size(variables["batch_stats"]),
             "batch": 2, "sequence": None, "tied": False, "dtype": "f32"})
+
+    # A training step (Adam) updating parameters, batch statistics and optimizer state in place:
+    # every state buffer is donated, so the module marks them `tf.aliasing_output`.
+    import optax
+
+    tx = optax.adam(1e-3)
+    xs = np.random.default_rng(1).standard_normal((8, 32, 32, 3)).astype(np.float32)
+    labels = np.random.default_rng(2).integers(0, 1000, size=(8,)).astype(np.int32)
+    state = {"params": variables["params"], "batch_stats": variables["batch_stats"],
+             "opt": tx.init(variables["params"])}
+
+    def train_step(state, x, y):
+        def loss_fn(p):
+            logits, upd = model.apply({"params": p, "batch_stats": state["batch_stats"]}, x, train=True,
+                                      mutable=["batch_stats"])
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), upd
+
+        (loss, upd), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
+        updates, opt = tx.update(grads, state["opt"], state["params"])
+        new = {"params": optax.apply_updates(state["params"], updates), "batch_stats": upd["batch_stats"], "opt": opt}
+        return new, loss
+
+    export(out, "flax_resnet18_train", train_step, state, (xs, labels),
+           {"framework": "flax.linen", "params": size(variables["params"]),
+            "state": size(variables["batch_stats"]) + size(state["opt"]),
+            "batch": 8, "sequence": None, "tied": False, "dtype": "f32", "train": True}, donate=True)
 
 
 def nnx_transformer(out):

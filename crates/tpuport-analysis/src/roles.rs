@@ -563,8 +563,11 @@ pub fn rule_name(name: &str) -> Option<Role> {
         "rng",
         "rngs",
         "opt_state",
+        "opt",
+        "optimizer",
         "mu",
         "nu",
+        "count",
         "non_trainable",
         "non_trainable_variables",
     ];
@@ -654,11 +657,14 @@ fn arg_name(g: &Graph, i: usize) -> Option<String> {
     (!inner.contains('"') && !inner.contains(".py")).then(|| inner.replace("\\'", "'"))
 }
 
-/// Rule 4: `tf.aliasing_output` marks a buffer updated in place: state, unless the argument
-/// is also a matmul / convolution weight (a training step donating its parameters).
+/// Rule 4: `tf.aliasing_output` marks a buffer updated in place: state (batch statistics,
+/// optimizer moments, step counters, caches), unless the argument is also used the way a
+/// parameter is — a matmul / convolution weight, or a float broadcast onto the activations (a
+/// bias, a norm scale): a training step donating its parameters.
 fn rule_aliasing(c: &Cand<'_>) -> Option<Role> {
     c.attr("tf.aliasing_output")?;
-    Some(if c.used_as(DOTS, 1) || c.used_as(CONVS, 1) { Role::Weight } else { Role::State })
+    let param = c.used_as(DOTS, 1) || c.used_as(CONVS, 1) || rule_broadcast(c).is_some();
+    Some(if param { Role::Weight } else { Role::State })
 }
 
 /// Whether a sharding annotation splits the leading dimension (`{devices=[8,1]<=[8]}`,
