@@ -249,3 +249,16 @@ fn jax_fixtures_data_is_x() {
     }
     assert!(seen >= 12, "expected the JAX fixtures in {}", dir.display());
 }
+
+/// A Flax training step donating parameters, batch statistics and Adam state: without names,
+/// `tf.aliasing_output` tells the state (statistics, moments, step count) from the parameters
+/// (used as kernels or broadcast onto the activations), to the element.
+#[test]
+fn training_step_state_from_aliasing() {
+    let (name, dir, meta) = exports().into_iter().find(|e| e.0 == "flax_resnet18_train").unwrap();
+    let r = roles::assign(&open(&dir.join("jit.mlir")), &RoleOptions::default()).unwrap();
+    assert_eq!(r.weights.elements, u(&meta, "params"), "{name}");
+    assert_eq!(r.state.elements, u(&meta, "state"), "{name}");
+    assert!(r.args.iter().filter(|a| a.role != Role::Data).all(|a| a.rule == Rule::Aliasing), "{name}");
+    assert_eq!(r.batch, Some(u(&meta, "batch")));
+}
