@@ -67,6 +67,10 @@ fn data_arguments_batch_and_sequence() {
                 r.decided_by,
                 r.batch_from.as_deref().unwrap_or("-")
             );
+            // Usage or names decide every argument of these exports; position is a fallback.
+            if let Some(a) = r.args.iter().find(|a| a.rule == Rule::Position) {
+                failures.push(format!("{name}/{file}: argument {} decided by position", a.index));
+            }
             if data != want_data {
                 failures.push(format!("{name}/{file}: data args {data:?}, want {want_data:?}"));
             }
@@ -259,6 +263,9 @@ fn training_step_state_from_aliasing() {
     let r = roles::assign(&open(&dir.join("jit.mlir")), &RoleOptions::default()).unwrap();
     assert_eq!(r.weights.elements, u(&meta, "params"), "{name}");
     assert_eq!(r.state.elements, u(&meta, "state"), "{name}");
-    assert!(r.args.iter().filter(|a| a.role != Role::Data).all(|a| a.rule == Rule::Aliasing), "{name}");
+    assert!(
+        r.args.iter().filter(|a| a.role != Role::Data).all(|a| a.rule == Rule::Aliasing),
+        "{name}"
+    );
     assert_eq!(r.batch, Some(u(&meta, "batch")));
 }
