@@ -27,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance
+.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -50,6 +50,27 @@ fixtures: $(FIX_DIR)/.done
 
 build:
 	$(CARGO) build --release --locked -p tpuport
+
+# StableHLO exported by Keras 3 applications, keras-hub causal LMs, Flax linen and NNX with the
+# weights as leading arguments (scripts/stablehlo_exports.py), for the argument-roles tests
+# (crates/tpuport-analysis/tests/roles_exports.rs, issue 21). Keyed by the script and the
+# exporters' pins; about two minutes of CPU. The tests read $(TPUPORT_STABLEHLO_EXPORTS).
+EXP_REQS  := scripts/requirements-exports.txt
+KERAS_HUB := keras-hub==0.32.0
+EXP_HASH  := $(shell { grep -E '^(numpy|jax|jaxlib)==' $(REQS); cat $(EXP_REQS) scripts/stablehlo_exports.py; echo $(KERAS_HUB); } 2>/dev/null | sha256sum | cut -c1-16)
+EXP_DIR   := $(CACHE_ROOT)/stablehlo-exports-$(EXP_HASH)
+export TPUPORT_STABLEHLO_EXPORTS := $(EXP_DIR)
+
+$(VENV)/.exports-stamp: $(VENV)/.stamp $(EXP_REQS)
+	$(VPY) -m pip install -q -r $(EXP_REQS)
+	$(VPY) -m pip install -q --no-deps $(KERAS_HUB)
+	@touch $@
+
+$(EXP_DIR)/.done: $(VENV)/.exports-stamp
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/stablehlo_exports.py) --out $(EXP_DIR)
+
+stablehlo-exports: $(EXP_DIR)/.done
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'stablehlo-exports-*' ! -name 'stablehlo-exports-$(EXP_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 # Reference data for `tpuport validate`'s tests (scripts/validate_refs.py): JAX's own
 # bf16-operand runs of the JAX fixtures and planted-divergence models. Keyed by the script, the
@@ -82,7 +103,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports
 	$(CARGO) test --workspace --locked
 
 TPUPORT := ./target/release/tpuport

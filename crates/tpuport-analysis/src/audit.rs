@@ -4,11 +4,14 @@
 
 use serde::Serialize;
 use tpuport_hw::{Catalog, Chip, Slice};
-use tpuport_model::{DType, Model};
+use tpuport_model::{DType, Model, ModelFormat, ValueId, ValueKind};
 
-use crate::cost::{self, CostTotals, OpCost};
+use std::collections::HashSet;
+
+use crate::cost::{self, CostReport, CostTotals, OpCost};
 use crate::layout::{self, LayoutReport};
 use crate::memory::{self, Footprint, MemoryReport};
+use crate::roles::{self, ArgRoles, Role, RoleOptions};
 use crate::roofline::{self, RooflineReport};
 use crate::workload::{Optimizer, Workload};
 
@@ -31,6 +34,8 @@ pub struct AuditOptions {
     pub slice: Option<Slice>,
     /// Tells whether `tpuport lower` handles an ONNX op (see [`crate::findings::LoweringHook`]).
     pub onnx_lowering: Option<crate::findings::LoweringHook>,
+    /// Argument roles decided by the caller (`--data-args`); decided by the rules when `None`.
+    pub roles: Option<ArgRoles>,
 }
 
 /// Severity of a finding, ordered.
@@ -103,6 +108,8 @@ pub struct ModelFacts {
     pub nodes: u64,
     /// Trainable parameters found.
     pub params: u64,
+    /// Tables read through gather and also used as the output projection (counted once).
+    pub tied: Vec<String>,
 }
 
 /// Where the model fits on one generation.
@@ -146,8 +153,10 @@ pub struct Summary {
     pub fits_on: Option<String>,
     /// Estimated step latency on one chip of that generation, seconds.
     pub step_s: Option<f64>,
-    /// Estimated samples/s on one chip.
+    /// Estimated samples/s on one chip (`None` when a sanity check refused the figure).
     pub samples_per_s: Option<f64>,
+    /// Why samples/s is not given, when a sanity check refused it.
+    pub samples_per_s_refused: Option<String>,
     /// For `--slice`: `replicated`, `sharded` (fits only with state sharded), or `no`.
     pub slice_fit: Option<String>,
     /// Up to five things to fix, most important first.
@@ -182,6 +191,11 @@ pub struct AuditReport {
     pub optimizer: Optimizer,
     /// Batch the figures are for.
     pub batch: u64,
+    /// The batch the module's shapes hold (differs from `batch` when `--batch` scaled the
+    /// per-sample figures of a static module).
+    pub module_batch: u64,
+    /// Which arguments are weights, data and state (modules taking weights as arguments).
+    pub roles: Option<ArgRoles>,
     /// The slice asked for, if any.
     pub slice: Option<String>,
     /// Summary first.
@@ -227,7 +241,7 @@ fn gib(b: u64) -> String {
     if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
 }
 
-fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload) -> SliceFit {
+fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload, scale: f64) -> SliceFit {
     let (state, batch) = if workload.is_training() {
         let t = f.training.iter().find(|t| t.precision == "mixed").or(f.training.first());
         t.map_or((f.weights, f.inputs.saturating_add(f.peak_activations)), |t| {
@@ -237,6 +251,14 @@ fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload) -> Sli
     } else {
         (f.weights, f.inputs.saturating_add(f.peak_activations))
     };
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "bytes"
+    )]
+    let batch =
+        if (scale - 1.0).abs() < f64::EPSILON { batch } else { (batch as f64 * scale) as u64 };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
     let budget = chip.hbm_budget().unwrap_or(0.0) as u64;
     let slices = catalog.slices(chip);
@@ -255,6 +277,52 @@ fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload) -> Sli
     }
 }
 
+/// The peak FLOP/s of the headline chip.
+fn head_peak(r: &RooflineReport, opts: &AuditOptions, chips: &[&Chip]) -> Option<(f64, f64)> {
+    let id = opts
+        .slice
+        .as_ref()
+        .map(|s| s.chip.clone())
+        .or_else(|| chips.iter().find(|c| c.id == "v5e").map(|c| c.id.clone()))
+        .or_else(|| chips.first().map(|c| c.id.clone()))?;
+    r.chips.iter().find(|c| c.chip == id).map(|c| (c.samples_per_s, c.peak_flops))
+}
+
+/// Sanity checks before samples/s is printed: a reason to refuse it, or `None`.
+///
+/// - a per-sample cost of zero (nothing counted: samples/s would be infinite or meaningless);
+/// - a batch that equals a weight argument's dimension while no data argument has it as its
+///   leading dim (the batch was read from a weight: an embedding's vocabulary, a kernel);
+/// - samples/s × FLOPs per sample above the chip's peak FLOP/s (physically impossible).
+fn sanity(
+    cost: &CostReport,
+    roles: &ArgRoles,
+    by_args: bool,
+    module_batch: u64,
+    head: Option<(f64, f64)>,
+) -> Option<String> {
+    if cost.totals.flops == 0 {
+        return Some("the per-sample cost is 0 FLOPs (no op was counted)".to_owned());
+    }
+    if by_args && let Some(w) = roles.batch_is_weight_dim(module_batch) {
+        return Some(format!(
+            "the batch {module_batch} looks read from a weight (`{}` {:?} is used as a weight): name the data arguments with --data-args",
+            w.label(),
+            w.shape.clone().unwrap_or_default()
+        ));
+    }
+    #[allow(clippy::cast_precision_loss, reason = "estimate")]
+    let per_sample = cost.totals.flops as f64 / module_batch.max(1) as f64;
+    if let Some((sps, peak)) = head
+        && sps * per_sample > peak * (1.0 + 1e-9)
+    {
+        return Some(format!(
+            "{sps:.0} samples/s x {per_sample:.3e} FLOPs per sample exceeds the chip's peak {peak:.3e} FLOP/s"
+        ));
+    }
+    None
+}
+
 /// Runs every pass and assembles the report. `findings` come from the support / risk pass.
 #[must_use]
 #[allow(clippy::too_many_lines, reason = "assembly of the sections")]
@@ -271,19 +339,42 @@ pub fn audit(
         .filter(|c| c.is_tpu() && c.tiling.is_some())
         .filter(|c| opts.slice.as_ref().is_none_or(|s| s.chip == c.id))
         .collect();
-    let cost = cost::analyze(model);
+    let roles = opts
+        .roles
+        .clone()
+        .unwrap_or_else(|| roles::assign(model, &RoleOptions::default()).unwrap_or_default());
+    // Weights passed as arguments: StableHLO, or any graph without stored weights.
+    let by_args =
+        matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
+            || !model.graph.values.iter().any(|v| matches!(v.kind, ValueKind::Weight(_)));
+    let resident: HashSet<ValueId> = if by_args {
+        roles.args.iter().filter(|a| a.role != Role::Data).map(|a| a.id).collect()
+    } else {
+        HashSet::new()
+    };
+    let cost = cost::analyze_with_weights(model, &resident);
     let mxu_ops = cost.ops.iter().filter(|o| o.class.runs_on_mxu()).count() as u64;
-    let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
-    let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));
+    let memory =
+        memory::analyze_with_roles(model, &chips, opts.workload, opts.optimizer, mxu_ops, &roles);
+    // The batch the shapes hold: the data arguments' leading dim when weights are arguments.
+    let module_batch = if by_args {
+        roles.batch.unwrap_or(1).max(1)
+    } else {
+        opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names))
+    };
+    let batch = opts.batch.unwrap_or(module_batch);
+    #[allow(clippy::cast_precision_loss, reason = "ratio")]
+    let scale = batch as f64 / module_batch as f64;
     let layout = layout::analyze(model, &cost, &chips, &memory.param_names);
-    let roofline = roofline::analyze(&cost, &chips, batch, opts.workload);
+    let roofline = roofline::analyze_scaled(&cost, &chips, module_batch, batch, opts.workload);
     let fits: Vec<SliceFit> = chips
         .iter()
         .filter_map(|c| {
             let f = memory.padded.iter().find(|(id, _)| *id == c.id)?;
-            Some(fit(catalog, c, &f.1, opts.workload))
+            Some(fit(catalog, c, &f.1, opts.workload, scale))
         })
         .collect();
+    let refused = sanity(&cost, &roles, by_args, module_batch, head_peak(&roofline, opts, &chips));
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(&b.code)));
 
     // Headline chip: the slice's, else v5e (the usual first TPU), else the first.
@@ -461,6 +552,18 @@ pub fn audit(
         "padded figures use the catalog's tiling rules; roofline times are estimates (no overlap, no VPU model); prices are low confidence".to_owned(),
     ];
     notes.extend(memory.notes.iter().cloned());
+    if batch != module_batch {
+        notes.push(format!(
+            "the module's shapes are static at batch {module_batch}: it cannot be re-lowered at batch {batch} here (re-export it, or use `tpuport lower` on an ONNX model); per-sample FLOPs, bytes and activation memory are scaled from batch {module_batch}"
+        ));
+    }
+    if by_args {
+        notes.extend(roles.notes.iter().cloned());
+    }
+    if let Some(r) = &refused {
+        notes.push(format!("samples/s not given: {r}"));
+    }
+    let tied = roles.tied().map(|a| a.label().to_owned()).collect();
     AuditReport {
         schema: SCHEMA,
         path: path.to_owned(),
@@ -469,16 +572,24 @@ pub fn audit(
             exporter: model.metadata.exporter.clone(),
             nodes: model.graph.total_nodes() as u64,
             params: memory.params,
+            tied,
         },
         workload: opts.workload,
         optimizer: opts.optimizer,
         batch,
+        module_batch,
+        roles: by_args.then_some(roles),
         slice: opts.slice.as_ref().map(|s| s.accelerator_type.clone()),
         summary: Summary {
             chip: head.clone(),
             fits_on: head_fit.and_then(|f| f.replicated.clone().or_else(|| f.sharded.clone())),
             step_s: head_roof.map(|r| r.step_s),
-            samples_per_s: head_roof.map(|r| r.samples_per_s),
+            samples_per_s: if refused.is_some() {
+                None
+            } else {
+                head_roof.map(|r| r.samples_per_s)
+            },
+            samples_per_s_refused: refused.clone(),
             slice_fit,
             top_fixes: fixes,
         },

@@ -163,6 +163,10 @@ pub struct Inventory {
     pub explanations: Vec<Explanation>,
     /// Notes raised by the importer.
     pub notes: Vec<Note>,
+    /// Which entry arguments are weights, data and state (StableHLO modules taking their
+    /// weights as arguments); the weight arguments are counted in `params`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roles: Option<crate::roles::ArgRoles>,
 }
 
 /// Options for the inventory.
@@ -174,11 +178,14 @@ pub struct InventoryOptions {
     /// full only those whose samples match). Checkpoints are never scanned: their tied weights
     /// share storage and are found without reading bytes.
     pub find_duplicates: bool,
+    /// Argument roles decided by the caller (`--data-args`); for StableHLO they are decided by
+    /// the rules of [`crate::roles`] when `None`.
+    pub roles: Option<crate::roles::ArgRoles>,
 }
 
 impl Default for InventoryOptions {
     fn default() -> Self {
-        InventoryOptions { top: 10, find_duplicates: true }
+        InventoryOptions { top: 10, find_duplicates: true, roles: None }
     }
 }
 
@@ -247,10 +254,51 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
         duplicates,
         explanations: Vec::new(),
         notes: model.notes.clone(),
+        roles: None,
     };
+    if matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
+        && !g.inputs.is_empty()
+    {
+        let roles = opts.roles.clone().unwrap_or_else(|| {
+            crate::roles::assign(model, &crate::roles::RoleOptions::default()).unwrap_or_default()
+        });
+        for a in roles.with(crate::roles::Role::Weight) {
+            let ty = &g.value(a.id).ty;
+            let bytes = ty.byte_size().unwrap_or(0);
+            let p = &mut inv.params;
+            p.elements += a.elements();
+            p.bytes += bytes;
+            p.tensors += 1;
+            let t = p.by_dtype.entry(a.dtype.clone()).or_default();
+            t.tensors += 1;
+            t.elements += a.elements();
+            t.bytes += bytes;
+        }
+        inv.roles = Some(roles);
+    }
     let dedup: u64 = inv.duplicates.iter().map(|d| d.elements * (d.names.len() as u64 - 1)).sum();
     inv.params.deduplicated_elements = inv.params.elements.saturating_sub(dedup);
     inv.explanations = explain(model, &inv);
+    if let Some(r) = &inv.roles {
+        if r.weights.args > 0 {
+            inv.explanations.push(Explanation {
+                code: "weights-as-arguments".to_owned(),
+                message: format!(
+                    "{} of the parameters are function arguments ({} weight arguments); {} state arguments ({} elements: batch statistics, caches, seeds) are not counted",
+                    r.weights.elements, r.weights.args, r.state.args, r.state.elements
+                ),
+            });
+        }
+        for t in r.tied() {
+            inv.explanations.push(Explanation {
+                code: "tied-argument".to_owned(),
+                message: format!(
+                    "`{}` is read by gather and used as the output projection: one tied table, counted once",
+                    t.label()
+                ),
+            });
+        }
+    }
     inv
 }
 

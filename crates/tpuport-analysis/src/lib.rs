@@ -4,6 +4,7 @@
 //!   tensors, duplicate tensors, and how the file's count differs from the framework's.
 //! - [`findings`]: support and risk findings with stable codes (`AUDnnn`) and their docs.
 //! - [`workload`]: the workload kind (infer/train/finetune) and optimizer shared by the passes.
+//! - [`roles`]: which entry arguments are weights, data and state; the batch and sequence.
 //! - [`taxonomy`]: op families and the op properties the passes share.
 
 pub mod inventory;
@@ -15,5 +16,6 @@ pub mod cost;
 pub mod findings;
 pub mod layout;
 pub mod memory;
+pub mod roles;
 pub mod roofline;
 pub mod taxonomy;

@@ -20,6 +20,7 @@ use tpuport_hw::{Chip, padded_bytes};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
 use crate::cost::sat;
+use crate::roles::{ArgRoles, Role as ArgRole};
 use crate::taxonomy;
 use crate::workload::{Optimizer, Workload};
 
@@ -413,44 +414,35 @@ pub struct MemoryReport {
     pub notes: Vec<String>,
 }
 
-/// The model's trainable parameters: stored weights of rank >= 1, or for modules without
-/// stored weights (JAX StableHLO, where parameters are arguments) the float arguments that feed
-/// a dot / convolution RHS or are broadcast into another tensor (biases, norm scales).
+/// The model's trainable parameters: stored weights of rank >= 1, or for modules that take
+/// their weights as arguments (StableHLO from JAX, Keras, Flax) the arguments
+/// [`crate::roles`] calls weights (gather-read and tied tables included, each counted once).
+/// Also returns the state arguments (batch statistics, caches), resident but not trained.
 fn params(
     model: &Model,
     flat: &Flat,
     kernels: &HashMap<String, Vec<u64>>,
-) -> (Vec<Param>, Vec<usize>, String) {
+    roles: &ArgRoles,
+) -> (Vec<Param>, Vec<usize>, Vec<usize>, String) {
     let weights: Vec<usize> = (0..flat.values.len())
         .filter(|&v| flat.values[v].role == Role::Weight && !flat.values[v].folded)
         .filter(|&v| flat.values[v].shape.as_ref().is_some_and(|s| !s.is_empty()))
         .collect();
     let is_float = |v: usize| flat.values[v].dtype.is_some_and(DType::is_float);
+    let arg_ids = |role: ArgRole| -> Vec<usize> {
+        // Entry values come first in the flat view, in graph order.
+        roles.with(role).map(|a| a.id.0 as usize).filter(|&v| v < flat.values.len()).collect()
+    };
+    let mut state = Vec::new();
     let (ids, rule) = if weights.is_empty()
         || matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
     {
-        let mut ids = Vec::new();
-        for op in &flat.ops {
-            let cand: Vec<usize> = match op.op.as_str() {
-                "stablehlo.dot_general" | "stablehlo.dot" | "stablehlo.convolution" => {
-                    op.inputs.get(1).copied().into_iter().collect()
-                }
-                "stablehlo.broadcast_in_dim" => op.inputs.first().copied().into_iter().collect(),
-                _ => Vec::new(),
-            };
-            for v in cand {
-                let r = flat.root(v);
-                if flat.values[r].role == Role::Input && is_float(r) && !ids.contains(&r) {
-                    ids.push(r);
-                }
-            }
-        }
-        ids.sort_unstable();
-        (
-            ids,
-            "float arguments used as a dot/convolution RHS or broadcast (biases, scales)"
-                .to_owned(),
-        )
+        state = arg_ids(ArgRole::State);
+        let ids = arg_ids(ArgRole::Weight);
+        let mut by: Vec<String> =
+            roles.decided_by.iter().map(|(r, n)| format!("{n} by {}", r.describe())).collect();
+        by.truncate(4);
+        (ids, format!("weight arguments (argument roles: {})", by.join("; ")))
     } else {
         // Tied weights stored twice (the legacy exporter's transposed lm_head copy of the
         // embedding) are one parameter: drop every copy after the first of each group.
@@ -480,7 +472,7 @@ fn params(
             dtype: flat.values[v].dtype.unwrap_or(DType::F32),
         })
         .collect();
-    (ps, ids, rule)
+    (ps, ids, state, rule)
 }
 
 fn training(
@@ -558,10 +550,25 @@ pub fn analyze(
     opt: Optimizer,
     mxu_ops: u64,
 ) -> MemoryReport {
+    let roles =
+        crate::roles::assign(model, &crate::roles::RoleOptions::default()).unwrap_or_default();
+    analyze_with_roles(model, chips, workload, opt, mxu_ops, &roles)
+}
+
+/// [`analyze`] with the argument roles decided by the caller (`--data-args`).
+#[must_use]
+pub fn analyze_with_roles(
+    model: &Model,
+    chips: &[&Chip],
+    workload: Workload,
+    opt: Optimizer,
+    mxu_ops: u64,
+    roles: &ArgRoles,
+) -> MemoryReport {
     let mut flat = Flat::build(model);
     flat.assign();
     let kernels = crate::layout::conv_kernel_layouts(model);
-    let (ps, param_ids, rule) = params(model, &flat, &kernels);
+    let (ps, param_ids, state_ids, rule) = params(model, &flat, &kernels, roles);
     let param_names = ps.iter().map(|p| p.name.clone()).collect();
     let mut report = MemoryReport {
         param_names,
@@ -581,7 +588,7 @@ pub fn analyze(
             }
             match val.role {
                 Role::Weight => f.weights = f.weights.saturating_add(size(val)),
-                Role::Input if param_ids.contains(&v) => {
+                Role::Input if param_ids.contains(&v) || state_ids.contains(&v) => {
                     f.weights = f.weights.saturating_add(size(val));
                 }
                 Role::Input if !val.name.is_empty() && model_input(model, &val.name) => {

@@ -164,22 +164,43 @@ fn step(
 
 /// Runs the roofline estimate for each chip at `batch` (the batch the cost was computed at).
 #[must_use]
-#[allow(clippy::cast_precision_loss, reason = "estimates in f64")]
 pub fn analyze(
     cost: &CostReport,
     chips: &[&Chip],
     batch: u64,
     workload: Workload,
 ) -> RooflineReport {
+    analyze_scaled(cost, chips, batch, batch, workload)
+}
+
+/// The roofline estimate at `batch` for a cost computed at `module_batch` (a static module
+/// cannot be re-lowered at another batch: activation FLOPs and bytes are scaled instead).
+///
+/// No step is faster than its FLOPs at the chip's peak: the step time is at least the total
+/// FLOPs (XLA convention, all ops) over the bf16 peak, so samples/s × FLOPs per sample never
+/// exceeds the peak.
+#[must_use]
+#[allow(clippy::cast_precision_loss, reason = "estimates in f64")]
+pub fn analyze_scaled(
+    cost: &CostReport,
+    chips: &[&Chip],
+    module_batch: u64,
+    batch: u64,
+    workload: Workload,
+) -> RooflineReport {
     let train = if workload.is_training() { 3.0 } else { 1.0 };
+    let module_batch = module_batch.max(1);
     let batch = batch.max(1);
+    let scale0 = batch as f64 / module_batch as f64;
     let mut report = RooflineReport::default();
     for chip in chips {
         let (Some(peak), Some(bw)) = (chip.peak.bf16, chip.hbm_bandwidth) else { continue };
-        let Some((total, cs, ms, nc, nm, mut ops)) = step(cost, chip, 1.0, train, true, false)
+        let Some((total, cs, ms, nc, nm, mut ops)) = step(cost, chip, scale0, train, true, false)
         else {
             continue;
         };
+        let floor = cost.totals.flops as f64 * scale0 * train / peak;
+        let total = total.max(floor);
         ops.sort_by(|a, b| b.compute_s.max(b.memory_s).total_cmp(&a.compute_s.max(a.memory_s)));
         ops.truncate(TOP);
         let per_core = 8 * u64::from(chip.tensorcores.unwrap_or(1).max(1));
@@ -187,7 +208,7 @@ pub fn analyze(
         // per step), so the predicate is monotone: binary search over multiples of `per_core`.
         let search = |as_bf16: bool| {
             let bound_at = |j: u64| {
-                step(cost, chip, (j * per_core) as f64 / batch as f64, train, false, as_bf16)
+                step(cost, chip, (j * per_core) as f64 / module_batch as f64, train, false, as_bf16)
                     .is_some_and(|(_, c, m, _, _, _)| c >= m && c > 0.0)
             };
             let max_j = 65536 / per_core;

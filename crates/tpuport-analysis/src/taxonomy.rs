@@ -362,6 +362,7 @@ const TABLE: &[(&str, OpInfo)] = &[
     ("spacetodepth", e(DataMovement, 0)),
     ("split", e(DataMovement, 0)),
     ("sqrt", e(Elementwise, TRANSCENDENTAL | IN_PLACE)),
+    ("square", e(Elementwise, FLOP_PER_ELEMENT | IN_PLACE)),
     ("squeeze", e(DataMovement, ALIAS | FUSIBLE | PASS_THROUGH)),
     ("sub", e(Elementwise, FLOP_PER_ELEMENT | IN_PLACE)),
     ("subtract", e(Elementwise, FLOP_PER_ELEMENT | IN_PLACE)),

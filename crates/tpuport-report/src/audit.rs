@@ -56,6 +56,16 @@ pub fn render_text(r: &AuditReport, paint: Paint) -> String {
         r.batch,
         r.slice.as_ref().map(|s| format!(", slice {s}")).unwrap_or_default()
     );
+    if r.batch != r.module_batch {
+        let _ = writeln!(
+            o,
+            "  the module is static at batch {}: per-sample figures scaled to batch {} (not re-lowered)",
+            r.module_batch, r.batch
+        );
+    }
+    if let Some(roles) = &r.roles {
+        arguments(&mut o, roles);
+    }
     let title = |o: &mut String, t: &str| {
         let _ = writeln!(o, "\n{}", paint.paint(t, Style::Bold));
     };
@@ -65,7 +75,8 @@ pub fn render_text(r: &AuditReport, paint: Paint) -> String {
         title(&mut o, "Findings");
         findings(&mut o, r, paint);
     }
-    title(&mut o, &format!("Cost (forward pass, batch {})", r.batch));
+    // The cost is the module's, at the batch its shapes hold.
+    title(&mut o, &format!("Cost (forward pass, batch {})", r.module_batch));
     cost(&mut o, r, paint);
     title(&mut o, "Memory");
     memory(&mut o, r, paint);
@@ -78,6 +89,39 @@ pub fn render_text(r: &AuditReport, paint: Paint) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+/// The argument roles in three lines: counts, where the batch came from, tied tables.
+pub(crate) fn arguments(o: &mut String, roles: &tpuport_analysis::roles::ArgRoles) {
+    let _ = writeln!(
+        o,
+        "arguments: {} weight ({} parameters, {}), {} data, {} state ({} elements)",
+        roles.weights.args,
+        si(roles.weights.elements),
+        bytes(roles.weights.bytes),
+        roles.data.args,
+        roles.state.args,
+        si(roles.state.elements)
+    );
+    if let Some(b) = roles.batch {
+        let _ = writeln!(
+            o,
+            "  batch {b}{} from the {}",
+            roles.sequence.map(|s| format!(", sequence {s},")).unwrap_or_default(),
+            roles.batch_from.as_deref().unwrap_or("data arguments")
+        );
+    }
+    let by: Vec<String> =
+        roles.decided_by.iter().map(|(rule, n)| format!("{n} by {}", rule.describe())).collect();
+    let _ = writeln!(o, "  decided: {}", by.join("; "));
+    for t in roles.tied() {
+        let _ = writeln!(
+            o,
+            "  tied: `{}` {:?} is read by gather and used as the output projection: one table, counted once",
+            t.label(),
+            t.shape.clone().unwrap_or_default()
+        );
+    }
 }
 
 fn summary(o: &mut String, r: &AuditReport) {
@@ -100,15 +144,23 @@ fn summary(o: &mut String, r: &AuditReport) {
                 rate(sps)
             );
         }
+        if let Some(why) = &r.summary.samples_per_s_refused {
+            let _ = writeln!(o, "  samples/s not given: {why}");
+        }
     }
     let t = &r.cost.totals;
     let _ = writeln!(
         o,
-        "  {} FLOPs per step ({} on the MXU), {} transcendentals, {} moved (fused estimate)",
+        "  {} FLOPs per step ({} on the MXU), {} transcendentals, {} moved (fused estimate){}",
         si(t.flops),
         si(t.mxu_flops),
         si(t.transcendentals),
-        bytes(t.fused_bytes)
+        bytes(t.fused_bytes),
+        if r.batch == r.module_batch {
+            String::new()
+        } else {
+            format!(" at the module's batch {}", r.module_batch)
+        }
     );
     let count = |l: Level| r.findings.iter().filter(|f| f.severity == l).count();
     let (errors, warnings, infos) =
@@ -347,6 +399,7 @@ mod tests {
             batch: None,
             slice: None,
             onnx_lowering: None,
+            roles: None,
         };
         let found = audit::findings(&model, &opts);
         audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, found)

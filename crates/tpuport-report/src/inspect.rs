@@ -64,16 +64,39 @@ pub fn render_text(inv: &Inventory, paint: Paint) -> String {
     }
     out.push_str(&meta.render());
 
+    if let Some(roles) = &inv.roles {
+        title(&mut out, "argument roles");
+        let mut text = String::new();
+        crate::audit::arguments(&mut text, roles);
+        out.push_str(&text);
+    }
     for (title_text, ports) in [("inputs", &inv.inputs), ("outputs", &inv.outputs)] {
         if ports.is_empty() {
             continue;
         }
         title(&mut out, title_text);
         let mut t = Table::new(&[], &[]);
-        for port in ports {
-            t.row([port.name.as_str(), port.display.as_str()]);
+        let mut weights = 0usize;
+        for (i, port) in ports.iter().enumerate() {
+            // With argument roles, the weight arguments are counted above, not listed.
+            let role =
+                inv.roles.as_ref().filter(|_| title_text == "inputs").and_then(|r| r.args.get(i));
+            match role {
+                Some(a) if a.role == tpuport_analysis::roles::Role::Weight => weights += 1,
+                Some(a) => {
+                    let label = a.name.as_ref().map_or_else(
+                        || format!("{} {}", a.role, port.name),
+                        |n| format!("{} {} `{n}`", a.role, port.name),
+                    );
+                    t.row([label, port.display.clone()]);
+                }
+                None => t.row([port.name.clone(), port.display.clone()]),
+            }
         }
         out.push_str(&t.render());
+        if weights > 0 {
+            push(&mut out, &format!("  and {weights} weight arguments (counted as parameters)"));
+        }
     }
 
     if !pr.by_dtype.is_empty() {

@@ -255,7 +255,28 @@ pub struct CostReport {
 /// Computes the cost of a model's entry graph.
 #[must_use]
 pub fn analyze(model: &Model) -> CostReport {
+    analyze_with_weights(model, &HashSet::new())
+}
+
+/// [`analyze`], with entry arguments that are weights (see [`crate::roles`]): their bytes
+/// count as weight bytes (read once per step, not scaled with the batch), and so do values
+/// computed from them by converts, reshapes, transposes and slices. FLOPs do not change: XLA
+/// folds nothing computed from an argument.
+#[must_use]
+pub fn analyze_with_weights(model: &Model, weight_args: &HashSet<ValueId>) -> CostReport {
     let mut cx = Cx::new(model);
+    let mut derived = weight_args.clone();
+    for n in &model.graph.nodes {
+        let s = taxonomy::short_name(&n.op);
+        if matches!(
+            s.as_str(),
+            "convert" | "reshape" | "transpose" | "bitcast_convert" | "copy" | "slice"
+        ) && n.inputs.first().copied().flatten().is_some_and(|v| derived.contains(&v))
+        {
+            derived.extend(n.outputs.iter().copied());
+        }
+    }
+    cx.weight_args = derived;
     cx.graph(&model.graph, "", 1, 0);
     let mut report = CostReport { ops: cx.ops, notes: cx.notes, ..CostReport::default() };
     let unbound = report
@@ -297,6 +318,8 @@ struct Cx<'m> {
     ops: Vec<OpCost>,
     notes: Vec<String>,
     unknown_ops: BTreeMap<String, u64>,
+    /// Entry-graph values that are weight arguments (or computed from one by a view / convert).
+    weight_args: HashSet<ValueId>,
 }
 
 /// One node being costed, with what every rule reads.
@@ -399,7 +422,13 @@ fn is_weight(g: &Graph, v: ValueId) -> bool {
 
 impl<'m> Cx<'m> {
     fn new(model: &'m Model) -> Cx<'m> {
-        Cx { model, ops: Vec::new(), notes: Vec::new(), unknown_ops: BTreeMap::new() }
+        Cx {
+            model,
+            ops: Vec::new(),
+            notes: Vec::new(),
+            unknown_ops: BTreeMap::new(),
+            weight_args: HashSet::new(),
+        }
     }
 
     fn graph(&mut self, g: &Graph, prefix: &str, repeats: u64, depth: usize) {
@@ -452,10 +481,11 @@ impl<'m> Cx<'m> {
         let in0 = input(n, 0);
         let mut bytes: Option<u64> = Some(0);
         let mut weight_bytes = 0u64;
+        let entry = std::ptr::eq(g, &self.model.graph);
         for v in n.inputs.iter().flatten() {
             let b = vbytes(g, *v);
             bytes = bytes.and_then(|acc| b.map(|b| acc.saturating_add(b)));
-            if is_weight(g, *v) || konst.contains(v) {
+            if is_weight(g, *v) || konst.contains(v) || (entry && self.weight_args.contains(v)) {
                 weight_bytes = weight_bytes.saturating_add(b.unwrap_or(0));
             }
         }

@@ -10,7 +10,7 @@ use tpuport_analysis::audit::{self, AuditOptions, Level};
 use tpuport_analysis::{Optimizer, Workload};
 
 use crate::cli::GlobalArgs;
-use crate::commands::{ImportArgs, Status};
+use crate::commands::{ImportArgs, RoleArgs, Status};
 use crate::printer::Printer;
 
 /// Finding severity that makes the command exit 1.
@@ -33,6 +33,8 @@ pub(crate) struct AuditArgs {
     pub(crate) model: PathBuf,
     #[command(flatten)]
     pub(crate) import: ImportArgs,
+    #[command(flatten)]
+    pub(crate) roles: RoleArgs,
     /// Workload: inference, training, or fine-tuning (all parameters trainable).
     #[arg(long, default_value = "infer", value_parser = parse_workload)]
     pub(crate) workload: Workload,
@@ -124,6 +126,7 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         batch: a.import.shapes.batch,
         slice,
         onnx_lowering: Some(lowerable),
+        roles: Some(a.roles.roles(&a.model, model)?),
     };
     let found = audit::findings(model, &aopts);
     let report = audit::audit(&a.model.display().to_string(), model, &catalog, &aopts, found);

@@ -10,7 +10,7 @@ use tpuport_analysis::inventory::{self, InventoryOptions};
 use tpuport_model::{NoteLevel, Shape};
 
 use crate::cli::GlobalArgs;
-use crate::commands::{ImportArgs, Status};
+use crate::commands::{ImportArgs, RoleArgs, Status};
 use crate::printer::Printer;
 
 /// Arguments of `tpuport inspect`.
@@ -21,6 +21,8 @@ pub(crate) struct InspectArgs {
     pub(crate) model: PathBuf,
     #[command(flatten)]
     pub(crate) import: ImportArgs,
+    #[command(flatten)]
+    pub(crate) roles: RoleArgs,
     /// Number of largest tensors to list.
     #[arg(long, default_value_t = 10)]
     pub(crate) top: usize,
@@ -47,10 +49,15 @@ pub(crate) fn parse_dim(s: &str) -> Result<(String, u64), String> {
 
 pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let imported = a.import.open(&a.model)?;
+    let roles = if a.roles.data_args.is_empty() {
+        None
+    } else {
+        Some(a.roles.roles(&a.model, &imported.model)?)
+    };
     let inv = inventory::inventory(
         &a.model.display().to_string(),
         &imported.model,
-        &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup },
+        &InventoryOptions { top: a.top, find_duplicates: !a.no_dedup, roles },
     );
     a.import
         .finish(p, g, &imported, &inv, || tpuport_report::inspect::render_text(&inv, p.paint()))?;

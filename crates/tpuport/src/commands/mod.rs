@@ -89,6 +89,31 @@ pub(crate) fn emit_report<T: serde::Serialize>(
     }
 }
 
+/// `--data-args`: which arguments of a module that takes its weights as arguments are data,
+/// shared by `inspect` and `audit`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RoleArgs {
+    /// The data arguments of a StableHLO module that takes its weights as arguments, by
+    /// position or name, comma-separated (`320,321`, `tokens`, `%arg0`); every other argument
+    /// is then a weight or state. Without it, rules decide (see `docs/audit.md`).
+    #[arg(long = "data-args", value_name = "ARG,...", value_delimiter = ',')]
+    pub(crate) data_args: Vec<tpuport_analysis::roles::ArgSelector>,
+}
+
+impl RoleArgs {
+    /// The argument roles of `model` read from `path`; an unknown `--data-args` entry is an
+    /// error naming the file.
+    pub(crate) fn roles(
+        &self,
+        path: &std::path::Path,
+        model: &tpuport_model::Model,
+    ) -> anyhow::Result<tpuport_analysis::roles::ArgRoles> {
+        let opts = tpuport_analysis::roles::RoleOptions { data_args: self.data_args.clone() };
+        tpuport_analysis::roles::assign(model, &opts)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+}
+
 /// How a verb binds a model's symbolic dimensions (as `lower` does).
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct ShapeArgs {
