@@ -375,19 +375,6 @@ pub fn audit(
                 });
             }
         }
-        if l.stored_kernel_extra_bytes > l.weights_logical / 10
-            && let Some(k) = &l.stored_kernel_worst
-        {
-            fixes.push(Fix {
-                source: "layout".into(),
-                code: None,
-                text: format!(
-                    "conv kernels stored [out, in, kh, kw] (e.g. `{k}`) would take {} more on {} with 1x1 minor dims: keep them [kh, kw, in, out] (HWIO) when porting",
-                    gib(l.stored_kernel_extra_bytes),
-                    l.chip
-                ),
-            });
-        }
         if l.weights_padded > l.weights_logical.saturating_add(l.weights_logical / 10)
             && let Some(t) = l.worst_tensors.first()
             && let Some(fx) = &t.fix

@@ -11,12 +11,13 @@
 //!   alias their input, broadcasts and constants are folded into their consumers (XLA fuses
 //!   them), and an elementwise op whose same-sized operand dies at that op writes in place.
 //!   Which ops alias, fold or write in place is a property of the op in [`crate::taxonomy`].
-//! - Padded figures apply the chip's tiling to every buffer (`tpuport_hw::tiling`).
+//! - Padded figures put every buffer in the layout the TPU compiler gives it
+//!   (`tpuport_hw::device_layout`, measured on libtpu).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
-use tpuport_hw::{Chip, padded_bytes};
+use tpuport_hw::{Chip, device_bytes};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
 use crate::cost::sat;
@@ -312,14 +313,12 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
     (best.0, best.1, total)
 }
 
-/// Padded bytes of a value on `chip`: intermediates in the best layout XLA can assign, conv
-/// kernels feature-minor, everything else (weights, caller inputs) as stored.
-fn padded_size(v: &FValue, chip: &Chip, kernels: &HashMap<String, Vec<u64>>) -> u64 {
+/// Bytes of a value on `chip` in the layout the TPU compiler gives it
+/// (`tpuport_hw::device_layout`: least padded dimension order, small row tiles, vector tiles),
+/// for weights, caller inputs and intermediates alike.
+fn padded_size(v: &FValue, chip: &Chip) -> u64 {
     match (&v.shape, v.dtype) {
-        (Some(s), Some(d)) => match v.role {
-            Role::Temp => crate::layout::best_layout_bytes(s, d, chip).unwrap_or(v.bytes),
-            _ => padded_bytes(kernels.get(&v.name).unwrap_or(s), d, chip).unwrap_or(v.bytes),
-        },
+        (Some(s), Some(d)) => device_bytes(s, d, chip).unwrap_or(v.bytes),
         _ => v.bytes,
     }
 }
@@ -603,9 +602,9 @@ pub fn analyze(
     report.logical = f;
     report.peak_at = at;
     for chip in chips {
-        let size = |v: &FValue| padded_size(v, chip, &kernels);
+        let size = |v: &FValue| padded_size(v, chip);
         let tsize = |s: &[u64], d: DType| {
-            padded_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
+            device_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
         };
         let (f, _) = footprint(&size, &tsize);
         report.padded.push((chip.id.clone(), f));
