@@ -230,12 +230,12 @@ fn gib(b: u64) -> String {
 fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload) -> SliceFit {
     let (state, batch) = if workload.is_training() {
         let t = f.training.iter().find(|t| t.precision == "mixed").or(f.training.first());
-        t.map_or((f.weights, f.inputs.saturating_add(f.peak_activations)), |t| {
+        t.map_or((f.weights, f.inputs.saturating_add(f.hbm_activations)), |t| {
             let state = t.weights.saturating_add(t.gradients).saturating_add(t.optimizer_state);
             (state, f.inputs.saturating_add(t.activations))
         })
     } else {
-        (f.weights, f.inputs.saturating_add(f.peak_activations))
+        (f.weights, f.inputs.saturating_add(f.hbm_activations))
     };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
     let budget = chip.hbm_budget().unwrap_or(0.0) as u64;

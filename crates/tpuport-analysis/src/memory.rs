@@ -367,7 +367,15 @@ pub struct Footprint {
     pub peak_activations: u64,
     /// Sum of every intermediate buffer (what training saves without remat).
     pub all_activations: u64,
-    /// weights + inputs + peak activations.
+    /// Graph outputs (part of the peak activations).
+    pub outputs: u64,
+    /// Activations that need HBM: everything in logical bytes; on a chip, the graph outputs
+    /// plus the part of the peak the chip's on-chip memory (VMEM) cannot hold. The TPU compiler
+    /// keeps intermediates in VMEM when they fit (measured on libtpu: ResNet-50 at batch 8 on
+    /// v5e has no HBM temporaries; its arguments and outputs are the whole HBM need).
+    pub hbm_activations: u64,
+    /// weights + inputs + activations: the peak in logical bytes, the HBM need on a chip
+    /// (weights + inputs + `hbm_activations`).
     pub inference: u64,
     /// Training figures per precision policy (empty for inference workloads).
     pub training: Vec<TrainingMemory>,
@@ -384,7 +392,8 @@ pub struct PerDevice {
     pub arguments: u64,
     /// Result bytes per device.
     pub outputs: u64,
-    /// Peak intermediate bytes (results excluded) over the partitions.
+    /// Peak intermediate bytes (results excluded) over the partitions; on a chip, the part of
+    /// it the chip's VMEM cannot hold.
     pub temps: u64,
     /// Sum.
     pub total: u64,
@@ -405,6 +414,8 @@ pub struct MemoryReport {
     pub params_rule: String,
     /// Per-device figures of a partitioned StableHLO module.
     pub per_device: Option<PerDevice>,
+    /// The same per TPU chip id, in the layouts the compiler gives the shards (HBM need).
+    pub per_device_padded: Vec<(String, PerDevice)>,
     /// Names of the parameters (not serialized: long).
     #[serde(skip)]
     pub param_names: Vec<String>,
@@ -569,11 +580,22 @@ pub fn analyze(
         ..MemoryReport::default()
     };
     let footprint = |size: &dyn Fn(&FValue) -> u64,
-                     tsize: &dyn Fn(&[u64], DType) -> u64|
+                     tsize: &dyn Fn(&[u64], DType) -> u64,
+                     on_chip: Option<u64>|
      -> (Footprint, String) {
         let (pk, at, total) = peak(&flat, size);
-        let mut f =
-            Footprint { peak_activations: pk, all_activations: total, ..Footprint::default() };
+        let outputs = output_bytes(&flat, size);
+        let hbm_activations = match on_chip {
+            Some(vmem) => outputs.saturating_add(pk.saturating_sub(outputs).saturating_sub(vmem)),
+            None => pk,
+        };
+        let mut f = Footprint {
+            peak_activations: pk,
+            all_activations: total,
+            outputs,
+            hbm_activations,
+            ..Footprint::default()
+        };
         for (v, val) in flat.values.iter().enumerate() {
             if flat.root(v) != v {
                 continue;
@@ -589,7 +611,7 @@ pub fn analyze(
                 _ => {}
             }
         }
-        f.inference = sat_sum(&[f.weights, f.inputs, f.peak_activations]);
+        f.inference = sat_sum(&[f.weights, f.inputs, f.hbm_activations]);
         if workload.is_training() {
             f.training = training(&ps, total, pk, mxu_ops, opt, tsize);
         }
@@ -597,8 +619,9 @@ pub fn analyze(
     };
     let logical = |v: &FValue| v.bytes;
     let tlog = |s: &[u64], d: DType| d.storage_bytes(sat(s)).unwrap_or(0);
-    let (f, at) = footprint(&logical, &tlog);
-    report.per_device = per_device(model, &flat, f.peak_activations);
+    let (f, at) = footprint(&logical, &tlog, None);
+    let storage = |s: &[u64], d: DType| d.storage_bytes(sat(s));
+    report.per_device = per_device(model, f.peak_activations, f.outputs, &storage, None);
     report.logical = f;
     report.peak_at = at;
     for chip in chips {
@@ -606,7 +629,14 @@ pub fn analyze(
         let tsize = |s: &[u64], d: DType| {
             device_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
         };
-        let (f, _) = footprint(&size, &tsize);
+        let vmem = on_chip_memory(chip);
+        let (f, _) = footprint(&size, &tsize, Some(vmem));
+        let dev = |s: &[u64], d: DType| device_bytes(s, d, chip).ok();
+        if let Some(pd) =
+            per_device(model, f.peak_activations, f.outputs, &dev, Some(vmem))
+        {
+            report.per_device_padded.push((chip.id.clone(), pd));
+        }
         report.padded.push((chip.id.clone(), f));
     }
     if flat.values.iter().any(|v| v.role != Role::Virtual && v.shape.is_none()) {
@@ -669,7 +699,15 @@ fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option
     (tiles.len() >= rank).then(|| tiles[..rank].to_vec())
 }
 
-fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDevice> {
+/// Per-device figures of a partitioned module: argument and result shards sized by `size`
+/// (logical or in the chip's layout), intermediates split evenly, less `on_chip` VMEM.
+fn per_device(
+    model: &Model,
+    peak_activations: u64,
+    outputs_all: u64,
+    size: &dyn Fn(&[u64], DType) -> Option<u64>,
+    on_chip: Option<u64>,
+) -> Option<PerDevice> {
     let parts: u64 = model
         .metadata
         .properties
@@ -688,10 +726,10 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
     let g = &model.graph;
     let shard = |key: &str, v: tpuport_model::ValueId| -> u64 {
         let val = g.value(v);
-        let full = val.ty.byte_size().unwrap_or(0);
         let Some(shape) = val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed) else {
-            return full;
+            return val.ty.byte_size().unwrap_or(0);
         };
+        let full = val.ty.dtype.and_then(|d| size(&shape, d)).unwrap_or(0);
         let attr = g
             .attrs
             .iter()
@@ -700,17 +738,16 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
             })
             .and_then(|(_, a)| a.as_str());
         let Some(f) = attr.and_then(|a| split_factors(a, shape.len(), &mesh)) else { return full };
-        let elems =
-            shape.iter().zip(&f).fold(1u64, |a, (d, k)| a.saturating_mul(d.div_ceil((*k).max(1))));
-        val.ty.dtype.and_then(|d| d.storage_bytes(elems)).unwrap_or(full)
+        let dims: Vec<u64> = shape.iter().zip(&f).map(|(d, k)| d.div_ceil((*k).max(1))).collect();
+        val.ty.dtype.and_then(|d| size(&dims, d)).unwrap_or(full)
     };
     let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
     let arguments =
         sum(&mut g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)));
     let outputs =
         sum(&mut g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)));
-    let out_full = sum(&mut flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes));
-    let temps = peak_activations.saturating_sub(out_full).div_ceil(parts);
+    let temps = peak_activations.saturating_sub(outputs_all).div_ceil(parts);
+    let temps = temps.saturating_sub(on_chip.unwrap_or(0));
     Some(PerDevice {
         partitions: parts,
         arguments,
@@ -718,6 +755,30 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
         temps,
         total: sat_sum(&[arguments, outputs, temps]),
     })
+}
+
+/// Bytes of the graph outputs under `size`, each buffer once.
+fn output_bytes(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> u64 {
+    let mut roots: Vec<usize> = flat.outputs.iter().map(|&o| flat.root(o)).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
+        .into_iter()
+        .filter(|&r| flat.values[r].role == Role::Temp)
+        .fold(0u64, |a, r| a.saturating_add(size(&flat.values[r])))
+}
+
+/// On-chip memory (VMEM) of one device of `chip`, bytes: VMEM per TensorCore times the
+/// TensorCores a device has (both on a megacore chip, one on TPU7x); 0 when the catalog has no
+/// figure.
+#[must_use]
+pub fn on_chip_memory(chip: &Chip) -> u64 {
+    let per_tc = chip.vmem_per_tensorcore.unwrap_or(0.0);
+    let tcs = f64::from(chip.tensorcores.unwrap_or(1));
+    let devices = f64::from(chip.devices_per_chip.unwrap_or(1).max(1));
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
+    let b = (per_tc * tcs / devices).max(0.0) as u64;
+    b
 }
 
 /// Saturating sum.
