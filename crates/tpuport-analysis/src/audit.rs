@@ -6,6 +6,7 @@ use serde::Serialize;
 use tpuport_hw::{Catalog, Chip, Slice};
 use tpuport_model::{DType, Model};
 
+use crate::compiler_check::{self, CompilerCheck, CompilerInput};
 use crate::cost::{self, CostTotals, OpCost};
 use crate::layout::{self, LayoutReport};
 use crate::memory::{self, Footprint, MemoryReport};
@@ -31,6 +32,8 @@ pub struct AuditOptions {
     pub slice: Option<Slice>,
     /// Tells whether `tpuport lower` handles an ONNX op (see [`crate::findings::LoweringHook`]).
     pub onnx_lowering: Option<crate::findings::LoweringHook>,
+    /// The TPU compiler's answer for the slice, when the caller asked libtpu.
+    pub compiler: CompilerInput,
 }
 
 /// Severity of a finding, ordered.
@@ -129,7 +132,7 @@ pub struct SliceFit {
 /// One of the top things to fix.
 #[derive(Clone, Debug, Serialize)]
 pub struct Fix {
-    /// Which section raised it: `finding`, `memory`, `layout`, `roofline`, `dtype`.
+    /// Which section raised it: `compiler`, `finding`, `memory`, `layout`, `roofline`, `dtype`.
     pub source: String,
     /// Finding code, when it is a finding.
     pub code: Option<String>,
@@ -198,6 +201,8 @@ pub struct AuditReport {
     pub fits: Vec<SliceFit>,
     /// Roofline estimates per chip.
     pub roofline: RooflineReport,
+    /// The estimate next to the TPU compiler's answer (`--compiler`), when it was asked.
+    pub compiler: Option<CompilerCheck>,
     /// Things the reader should know about the figures.
     pub notes: Vec<String>,
 }
@@ -275,7 +280,30 @@ pub fn audit(
     let mxu_ops = cost.ops.iter().filter(|o| o.class.runs_on_mxu()).count() as u64;
     let memory = memory::analyze(model, &chips, opts.workload, opts.optimizer, mxu_ops);
     let batch = opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names));
-    let layout = layout::analyze(model, &cost, &chips, &memory.param_names);
+    let mut layout = layout::analyze(model, &cost, &chips, &memory.param_names);
+    let compiler = match &opts.compiler {
+        CompilerInput::Answered(facts) => chips.iter().find(|c| c.id == facts.chip).map(|chip| {
+            let rechecked = layout
+                .chips
+                .iter_mut()
+                .find(|l| l.chip == chip.id)
+                .map(|l| compiler_check::recheck_layouts(l, facts, chip))
+                .unwrap_or_default();
+            let estimate = memory
+                .per_device_padded
+                .iter()
+                .find(|(id, _)| *id == chip.id)
+                .map(|(_, d)| d.total)
+                .or_else(|| {
+                    memory.padded.iter().find(|(id, _)| *id == chip.id).map(|(_, f)| f.inference)
+                })
+                .unwrap_or(0);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
+            let budget = chip.hbm_budget().unwrap_or(0.0) as u64;
+            compiler_check::check(facts, estimate, budget, rechecked)
+        }),
+        _ => None,
+    };
     let roofline = roofline::analyze(&cost, &chips, batch, opts.workload);
     let fits: Vec<SliceFit> = chips
         .iter()
@@ -309,6 +337,21 @@ pub fn audit(
         })
     });
     let mut fixes: Vec<Fix> = Vec::new();
+    if let Some(c) = &compiler
+        && !c.compiler_fits
+    {
+        fixes.push(Fix {
+            source: "compiler".into(),
+            code: None,
+            text: format!(
+                "the TPU compiler ({}) refuses the program on {}: it needs {} per device, {} available; shard it over more chips or lower the batch",
+                c.compiler,
+                c.target,
+                gib(c.compiler_bytes),
+                gib(c.hbm_limit)
+            ),
+        });
+    }
     for f in findings.iter().filter(|f| f.severity == Level::Error) {
         fixes.push(Fix {
             source: "finding".into(),
@@ -445,8 +488,11 @@ pub fn audit(
     top_ops.truncate(TOP_OPS);
     let mut notes = vec![
         "FLOPs follow XLA's HloCostAnalysis convention (conv padding taps excluded, elementwise 1/element); `mxu_flops` is the dense FlopCounterMode convention".to_owned(),
-        "padded figures use the catalog's tiling rules; roofline times are estimates (no overlap, no VPU model); prices are low confidence".to_owned(),
+        "padded figures use the layouts the TPU compiler picks (least padded dimension order, measured on libtpu); roofline times are estimates (no overlap, no VPU model); prices are low confidence".to_owned(),
     ];
+    if let CompilerInput::Unavailable(why) = &opts.compiler {
+        notes.push(format!("not checked against the TPU compiler ({why}): figures are estimates"));
+    }
     notes.extend(memory.notes.iter().cloned());
     AuditReport {
         schema: SCHEMA,
@@ -480,6 +526,7 @@ pub fn audit(
         memory,
         fits,
         roofline,
+        compiler,
         notes,
     }
 }

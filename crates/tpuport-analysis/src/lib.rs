@@ -5,12 +5,14 @@
 //! - [`findings`]: support and risk findings with stable codes (`AUDnnn`) and their docs.
 //! - [`workload`]: the workload kind (infer/train/finetune) and optimizer shared by the passes.
 //! - [`taxonomy`]: op families and the op properties the passes share.
+//! - [`compiler_check`]: the audit's estimate next to the TPU compiler's answer.
 
 pub mod inventory;
 pub mod workload;
 
 pub use workload::{Optimizer, Workload};
 pub mod audit;
+pub mod compiler_check;
 pub mod cost;
 pub mod findings;
 pub mod layout;

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use tpuport_analysis::audit::{AuditReport, Level};
+use tpuport_analysis::compiler_check::CompilerCheck;
 
 use crate::human::{bytes, duration, percent, si};
 use crate::style::{Paint, Style};
@@ -90,6 +91,9 @@ fn summary(o: &mut String, r: &AuditReport) {
                 _ => "does not fit",
             };
             let _ = writeln!(o, "  {sl}: {verdict}");
+        }
+        if let Some(c) = &r.compiler {
+            let _ = writeln!(o, "  {}", compiler_line(c));
         }
         let _ = writeln!(o, "  fits on {fits} ({chip})");
         if let (Some(s), Some(sps)) = (r.summary.step_s, r.summary.samples_per_s) {
@@ -184,6 +188,20 @@ fn memory(o: &mut String, r: &AuditReport, paint: Paint) {
         bytes(l.peak_activations),
         shorten(&r.memory.peak_at, 40)
     );
+    let head = r.summary.chip.as_ref();
+    if let Some((chip, f)) = r.memory.padded.iter().find(|(c, _)| Some(c) == head) {
+        let _ = writeln!(
+            o,
+            "  HBM on one {chip} chip: {} = weights {} + inputs {} + activations {} (outputs, and what on-chip VMEM cannot hold; in the layouts the compiler picks)",
+            bytes(f.inference),
+            bytes(f.weights),
+            bytes(f.inputs),
+            bytes(f.hbm_activations)
+        );
+    }
+    if let Some(c) = &r.compiler {
+        let _ = writeln!(o, "  {}", compiler_line(c));
+    }
     if let Some(d) = &r.memory.per_device {
         let _ = writeln!(
             o,
@@ -240,6 +258,33 @@ fn memory(o: &mut String, r: &AuditReport, paint: Paint) {
     o.push_str(&tab.render());
 }
 
+/// The compiler's verdict and figure next to the estimate, one line.
+fn compiler_line(c: &CompilerCheck) -> String {
+    let code = c.generated_code.map(|b| format!(" + {} code", bytes(b))).unwrap_or_default();
+    let verdict = if c.compiler_fits {
+        "fits".to_owned()
+    } else {
+        format!("DOES NOT FIT ({} available)", bytes(c.hbm_limit))
+    };
+    let agree = if c.estimate_fits == c.compiler_fits {
+        "the estimate agrees".to_owned()
+    } else if c.estimate_fits {
+        "the estimate said it fits".to_owned()
+    } else {
+        "the estimate said it does not fit".to_owned()
+    };
+    format!(
+        "TPU compiler ({}, {} on {} device{}): {verdict}, {} per device in HBM{code}; estimate {} ({:+.1} %); {agree}",
+        c.compiler,
+        c.target,
+        c.devices,
+        if c.devices == 1 { "" } else { "s" },
+        bytes(c.compiler_bytes),
+        bytes(c.estimate_bytes),
+        c.difference_pct
+    )
+}
+
 fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
     let numbers = ["MXU", "weights", "padded", "matmul operands", "padded", "MXU util"];
     let mut tab =
@@ -256,6 +301,27 @@ fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
         ]);
     }
     o.push_str(&tab.render());
+    if let Some(k) = &r.compiler {
+        let _ = writeln!(
+            o,
+            "  layouts checked against the TPU compiler: {} of {} weights confirmed{}",
+            k.layouts_confirmed,
+            k.layouts_checked,
+            if k.restated.is_empty() { String::new() } else { "; restated with the compiler's layout:".to_owned() }
+        );
+        for x in k.restated.iter().take(5) {
+            let _ = writeln!(
+                o,
+                "    {} {:?}: estimate {} {}, compiler {} {}",
+                shorten(&x.name, 40),
+                x.shape,
+                x.estimate_layout,
+                bytes(x.estimate_bytes),
+                x.compiler_layout,
+                bytes(x.compiler_bytes)
+            );
+        }
+    }
     let head = r.summary.chip.as_ref().and_then(|h| r.layout.chips.iter().find(|c| &c.chip == h));
     let Some(c) = head else { return };
     if !c.worst_matmuls.is_empty() {
@@ -278,11 +344,12 @@ fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
         for t in c.worst_tensors.iter().take(5) {
             let _ = writeln!(
                 o,
-                "    {} {}{:?} -> {:?}: {} -> {}",
+                "    {} {}{:?} as {}{}: {} -> {}",
                 shorten(&t.name, 40),
                 t.dtype.name(),
                 t.shape,
-                t.padded_shape,
+                t.layout,
+                if t.layout_source == "compiler" { " (compiler)" } else { "" },
                 bytes(t.logical_bytes),
                 bytes(t.padded_bytes)
             );

@@ -22,6 +22,8 @@ use tpuport_lower::onnx::{ArgSource, ComputeType, LowerOptions, lower};
 use tpuport_model::{DType, ModelFormat};
 use tpuport_pjrt::{Executable, NamedValue, PluginKind, Program, Topology, Value};
 
+use tpuport_analysis::compiler_check::{CompiledTensor, CompilerFacts, CompilerInput};
+
 use crate::error::{Context as _, Result, invalid, io};
 use crate::{Module, Observer, Param};
 
@@ -196,6 +198,98 @@ pub struct Request {
     pub plugin: Option<PathBuf>,
     /// Write the serialized executable here and its manifest to `FILE.json`.
     pub save: Option<PathBuf>,
+}
+
+/// Whether `tpuport audit` asks the TPU compiler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompilerMode {
+    /// Use libtpu when it is found (the default); otherwise a note, estimate only.
+    #[default]
+    Auto,
+    /// Always: no libtpu, or a program it rejects, is an error.
+    Libtpu,
+    /// Never.
+    None,
+}
+
+/// The TPU compiler's answer for an audit of `req.model` on `req.target`: compiles as
+/// [`compile`] does (`req.save` is ignored) and condenses the report to what the audit
+/// compares.
+///
+/// # Errors
+/// Only in [`CompilerMode::Libtpu`]: no libtpu, or a program it rejects (as [`compile`]). In
+/// [`CompilerMode::Auto`] those are [`CompilerInput::Unavailable`] with the reason.
+pub fn for_audit(
+    req: &Request,
+    mode: CompilerMode,
+    catalog: &Catalog,
+    obs: &dyn Observer,
+) -> Result<CompilerInput> {
+    if mode == CompilerMode::None {
+        return Ok(CompilerInput::NotAsked);
+    }
+    let chip = catalog.slice(&req.target).map_err(|e| invalid(e.to_string()))?.chip;
+    let req = Request { save: None, ..req.clone() };
+    let answer = find_libtpu(req.plugin.as_deref()).and_then(|_| compile(&req, catalog, obs));
+    match (answer, mode) {
+        (Ok(r), _) => Ok(CompilerInput::Answered(r.audit_facts(&chip))),
+        (Err(e), CompilerMode::Auto) => {
+            let mut why = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                why = format!("{why}: {c}");
+                cause = c.source();
+            }
+            Ok(CompilerInput::Unavailable(why))
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+impl CompileReport {
+    /// What the audit compares: per-device HBM (arguments + outputs - aliased + temporaries,
+    /// or the bytes a refusal names), code, and the parameters' layouts. `chip` is the catalog
+    /// id of the target's chip.
+    #[must_use]
+    pub fn audit_facts(&self, chip: &str) -> CompilerFacts {
+        let d = &self.per_device;
+        let fits = self.outcome == Outcome::Compiled;
+        let hbm_bytes = if fits { d.hbm_buffers().unwrap_or(0) } else { d.total.unwrap_or(0) };
+        CompilerFacts {
+            compiler: format!(
+                "libtpu {}",
+                self.compiler.version.as_deref().unwrap_or("(version unknown)")
+            ),
+            target: self.target.clone(),
+            chip: chip.to_owned(),
+            devices: self.program_devices,
+            compile_ms: self.compile_ms,
+            fits,
+            hbm_bytes,
+            generated_code: d.generated_code,
+            hbm_limit: d.compiler_hbm_limit,
+            message: self.compiler_message.clone(),
+            parameters: self
+                .parameters
+                .iter()
+                .map(|p| CompiledTensor {
+                    name: p.name.clone(),
+                    shard: p.shard.clone(),
+                    layout: p.layout.clone(),
+                    device_bytes: p.device_bytes,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl PerDevice {
+    /// HBM buffers of one device: arguments + outputs - aliased + temporaries.
+    #[must_use]
+    pub fn hbm_buffers(&self) -> Option<u64> {
+        let sum = self.arguments?.saturating_add(self.outputs?).saturating_add(self.temporaries?);
+        Some(sum.saturating_sub(self.aliased.unwrap_or(0)))
+    }
 }
 
 /// Element type and dimensions of a parameter or output, when known.
