@@ -398,6 +398,7 @@ fn roofline(o: &mut String, r: &AuditReport, paint: Paint) {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use tpuport_analysis::audit::{self, AuditOptions};
+    use tpuport_analysis::compiler_check::{CompiledTensor, CompilerFacts, CompilerInput};
     use tpuport_analysis::{Optimizer, Workload};
     use tpuport_formats::ImportOptions;
 
@@ -405,6 +406,14 @@ mod tests {
     use crate::style::strip_ansi;
 
     fn report(workload: Workload) -> AuditReport {
+        report_with(workload, None, CompilerInput::NotAsked)
+    }
+
+    fn report_with(
+        workload: Workload,
+        slice: Option<&str>,
+        compiler: CompilerInput,
+    ) -> AuditReport {
         let path = tpuport_testkit::repo_root().join("crates/tpuport/tests/data/audit_small.mlir");
         let model = tpuport_formats::open(&path, &ImportOptions::default()).unwrap();
         let catalog = tpuport_hw::Catalog::builtin();
@@ -412,11 +421,63 @@ mod tests {
             workload,
             optimizer: Optimizer::AdamW,
             batch: None,
-            slice: None,
+            slice: slice.map(|s| catalog.slice(s).unwrap()),
             onnx_lowering: None,
+            compiler,
         };
         let found = audit::findings(&model, &opts);
         audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, found)
+    }
+
+    /// A compiler answer for the small module: it refuses for lack of HBM, and lays the first
+    /// weight out with twice the bytes the estimate predicts.
+    #[test]
+    fn compiler_check_is_rendered_and_restates_a_contradicted_layout() {
+        let plain = report_with(Workload::Infer, Some("v5e-8"), CompilerInput::NotAsked);
+        let first = plain.layout.chips[0].tensors[0].clone();
+        let facts = CompilerFacts {
+            compiler: "libtpu 0.0.52".into(),
+            target: "v5e-8".into(),
+            chip: "v5e".into(),
+            devices: 1,
+            compile_ms: 10.0,
+            fits: false,
+            hbm_bytes: 20 << 30,
+            generated_code: None,
+            hbm_limit: Some(16_911_433_728),
+            message: Some("RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom".into()),
+            parameters: vec![CompiledTensor {
+                name: first.name.trim_start_matches('%').to_owned(),
+                shard: Some(first.shape.clone()),
+                layout: Some(format!("{{{}:T(8,128)}}", {
+                    let r: Vec<String> =
+                        (0..first.shape.len()).rev().map(|d| d.to_string()).collect();
+                    r.join(",")
+                })),
+                device_bytes: Some(first.padded_bytes * 2),
+            }],
+        };
+        let r = report_with(Workload::Infer, Some("v5e-8"), CompilerInput::Answered(facts));
+        let c = r.compiler.as_ref().unwrap();
+        assert!(!c.compiler_fits && c.estimate_fits);
+        assert_eq!((c.layouts_checked, c.layouts_confirmed, c.restated.len()), (1, 0, 1));
+        let t = &r.layout.chips[0].tensors[0];
+        assert_eq!((t.layout_source, t.padded_bytes), ("compiler", first.padded_bytes * 2));
+        assert_eq!(r.summary.top_fixes[0].source, "compiler");
+        let text = render_text(&r, Paint::PLAIN);
+        assert!(text.contains("TPU compiler (libtpu 0.0.52, v5e-8 on 1 device): DOES NOT FIT"), "{text}");
+        assert!(text.contains("the estimate said it fits"), "{text}");
+        assert!(text.contains("0 of 1 weights confirmed; restated"), "{text}");
+        // Without libtpu: one note, the estimate only.
+        let r = report_with(
+            Workload::Infer,
+            Some("v5e-8"),
+            CompilerInput::Unavailable("libtpu not found".into()),
+        );
+        assert!(r.compiler.is_none());
+        let notes: Vec<&String> = r.notes.iter().filter(|n| n.starts_with("not checked")).collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("libtpu not found"));
     }
 
     #[test]

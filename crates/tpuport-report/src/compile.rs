@@ -62,8 +62,8 @@ pub fn render_text(r: &CompileReport) -> String {
     row("aliased", d.aliased.filter(|&a| a > 0));
     row("temporaries", d.temporaries);
     row("generated code", d.generated_code);
-    row("peak live buffers", d.peak.filter(|&p| p > 0));
-    row("total (peak + code)", d.total);
+    row("peak live buffers (HBM + VMEM)", d.peak.filter(|&p| p > 0));
+    row("HBM total (buffers + code)", d.total);
     row("HBM available (compiler)", d.compiler_hbm_limit);
     row("HBM per device", d.hbm);
     s.push_str(&t.render());
