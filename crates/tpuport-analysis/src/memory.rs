@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use tpuport_hw::{Chip, device_bytes};
+use tpuport_hw::{Chip, device_bytes, device_bytes_in_order};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
 use crate::cost::sat;
@@ -45,6 +45,14 @@ struct FValue {
     alias_of: Option<usize>,
     /// Computed from weights alone (a folded constant, not a parameter).
     folded: bool,
+    /// Folded, and only a layout change of a weight (transpose, reshape): the TPU compiler
+    /// folds it into its consumer (a transposed embedding reused as the LM head is read through
+    /// the dot's dimension numbers), so it takes no HBM of its own on a chip.
+    layout_view: bool,
+    /// The feature dimension of a channels-first convolution activation (ONNX `Conv` output
+    /// and the elementwise / pooling values that follow it): the TPU compiler lays it out
+    /// feature-minor (`[N, H, W, C]`), so a 64-channel activation pads 64 to 128 lanes.
+    feature_dim: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -92,6 +100,8 @@ impl Flat {
             role,
             alias_of: None,
             folded: false,
+            layout_view: false,
+            feature_dim: None,
         });
         self.values.len() - 1
     }
@@ -166,6 +176,11 @@ impl Flat {
         }
     }
 
+    /// Whether `v` is (the buffer of) a graph output.
+    fn is_output(&self, v: &FValue) -> bool {
+        self.outputs.iter().any(|&o| std::ptr::eq(&self.values[self.root(o)], v))
+    }
+
     /// Resolves a value to the value owning its buffer.
     fn root(&self, mut v: usize) -> usize {
         let mut guard = 0;
@@ -177,6 +192,43 @@ impl Flat {
             }
         }
         v
+    }
+
+    /// Marks channels-first convolution activations (see [`FValue::feature_dim`]): outputs of
+    /// ONNX `Conv`, then values of the same rank that elementwise ops, normalizations and
+    /// pooling compute from them.
+    fn mark_feature_minor(&mut self) {
+        for i in 0..self.ops.len() {
+            let op = &self.ops[i];
+            let info = taxonomy::info(&op.op);
+            let from = if matches!(op.op.as_str(), "Conv" | "ConvTranspose") {
+                Some(1)
+            } else if matches!(
+                info.family,
+                taxonomy::OpFamily::Elementwise
+                    | taxonomy::OpFamily::Composite
+                    | taxonomy::OpFamily::Reduction
+            ) {
+                op.inputs.first().and_then(|&v| {
+                    let f = self.values[v].feature_dim?;
+                    let rank = self.values[v].shape.as_ref()?.len();
+                    Some((f, rank))
+                })
+                .and_then(|(f, rank)| {
+                    let out = *op.outputs.first()?;
+                    (self.values[out].shape.as_ref()?.len() == rank).then_some(f)
+                })
+            } else {
+                None
+            };
+            if let Some(f) = from {
+                for &o in &self.ops[i].outputs.clone() {
+                    if self.values[o].shape.as_ref().is_some_and(|s| s.len() >= 3 && f < s.len()) {
+                        self.values[o].feature_dim = Some(f);
+                    }
+                }
+            }
+        }
     }
 
     /// Assigns aliases (reshape, in-place elementwise) and virtual roles. Needs last uses, so it
@@ -210,9 +262,14 @@ impl Flat {
             if !op.inputs.is_empty()
                 && op.inputs.iter().all(|&v| self.values[self.root(v)].role == Role::Weight)
             {
+                let info = taxonomy::info(&op.op);
+                let view = info.family == taxonomy::OpFamily::DataMovement
+                    && info.passes_values_through()
+                    && op.inputs.len() == 1;
                 for &o in &op.outputs {
                     self.values[o].role = Role::Weight;
                     self.values[o].folded = true;
+                    self.values[o].layout_view = view;
                 }
                 continue;
             }
@@ -317,8 +374,14 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
 /// (`tpuport_hw::device_layout`: least padded dimension order, small row tiles, vector tiles),
 /// for weights, caller inputs and intermediates alike.
 fn padded_size(v: &FValue, chip: &Chip) -> u64 {
-    match (&v.shape, v.dtype) {
-        (Some(s), Some(d)) => device_bytes(s, d, chip).unwrap_or(v.bytes),
+    match (&v.shape, v.dtype, v.feature_dim) {
+        (Some(s), Some(d), Some(f)) if v.role == Role::Temp => {
+            let mut physical: Vec<u64> =
+                s.iter().enumerate().filter(|(k, _)| *k != f).map(|(_, &x)| x).collect();
+            physical.push(s[f]);
+            device_bytes_in_order(&physical, d, chip).unwrap_or(v.bytes)
+        }
+        (Some(s), Some(d), _) => device_bytes(s, d, chip).unwrap_or(v.bytes),
         _ => v.bytes,
     }
 }
@@ -372,7 +435,9 @@ pub struct Footprint {
     /// Activations that need HBM: everything in logical bytes; on a chip, the graph outputs
     /// plus the part of the peak the chip's on-chip memory (VMEM) cannot hold. The TPU compiler
     /// keeps intermediates in VMEM when they fit (measured on libtpu: ResNet-50 at batch 8 on
-    /// v5e has no HBM temporaries; its arguments and outputs are the whole HBM need).
+    /// v5e has no HBM temporaries; its arguments and outputs are the whole HBM need), and
+    /// writes an output larger than VMEM through an HBM temporary in its producer's layout
+    /// before copying it into the output's (GPT-2's logits), so such an output counts twice.
     pub hbm_activations: u64,
     /// weights + inputs + activations: the peak in logical bytes, the HBM need on a chip
     /// (weights + inputs + `hbm_activations`).
@@ -570,6 +635,7 @@ pub fn analyze(
 ) -> MemoryReport {
     let mut flat = Flat::build(model);
     flat.assign();
+    flat.mark_feature_minor();
     let kernels = crate::layout::conv_kernel_layouts(model);
     let (ps, param_ids, rule) = params(model, &flat, &kernels);
     let param_names = ps.iter().map(|p| p.name.clone()).collect();
@@ -581,12 +647,23 @@ pub fn analyze(
     };
     let footprint = |size: &dyn Fn(&FValue) -> u64,
                      tsize: &dyn Fn(&[u64], DType) -> u64,
-                     on_chip: Option<u64>|
+                     on_chip: Option<(u64, u64)>|
      -> (Footprint, String) {
         let (pk, at, total) = peak(&flat, size);
-        let outputs = output_bytes(&flat, size);
+        let outputs = output_bytes(&flat, size, 0);
         let hbm_activations = match on_chip {
-            Some(vmem) => outputs.saturating_add(pk.saturating_sub(outputs).saturating_sub(vmem)),
+            Some((vmem, largest)) => {
+                // Intermediates larger than the chip keeps on chip live in HBM (their own
+                // liveness peak); the rest spill only beyond VMEM. Outputs are in HBM, and
+                // once more when larger than VMEM (written through an HBM temporary).
+                let big = |v: &FValue| {
+                    let b = size(v);
+                    if b > largest && !flat.is_output(v) { b } else { 0 }
+                };
+                let (big_peak, _, _) = peak(&flat, &big);
+                let spill = pk.saturating_sub(outputs).saturating_sub(vmem);
+                outputs.saturating_add(output_bytes(&flat, size, vmem)).saturating_add(big_peak.max(spill))
+            }
             None => pk,
         };
         let mut f = Footprint {
@@ -601,6 +678,7 @@ pub fn analyze(
                 continue;
             }
             match val.role {
+                Role::Weight if on_chip.is_some() && val.layout_view => {}
                 Role::Weight => f.weights = f.weights.saturating_add(size(val)),
                 Role::Input if param_ids.contains(&v) => {
                     f.weights = f.weights.saturating_add(size(val));
@@ -630,7 +708,7 @@ pub fn analyze(
             device_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
         };
         let vmem = on_chip_memory(chip);
-        let (f, _) = footprint(&size, &tsize, Some(vmem));
+        let (f, _) = footprint(&size, &tsize, Some((vmem, largest_on_chip_buffer(chip))));
         let dev = |s: &[u64], d: DType| device_bytes(s, d, chip).ok();
         if let Some(pd) =
             per_device(model, f.peak_activations, f.outputs, &dev, Some(vmem))
@@ -757,15 +835,27 @@ fn per_device(
     })
 }
 
-/// Bytes of the graph outputs under `size`, each buffer once.
-fn output_bytes(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> u64 {
+/// Bytes of the graph outputs larger than `above` under `size`, each buffer once.
+fn output_bytes(flat: &Flat, size: &dyn Fn(&FValue) -> u64, above: u64) -> u64 {
     let mut roots: Vec<usize> = flat.outputs.iter().map(|&o| flat.root(o)).collect();
     roots.sort_unstable();
     roots.dedup();
     roots
         .into_iter()
         .filter(|&r| flat.values[r].role == Role::Temp)
-        .fold(0u64, |a, r| a.saturating_add(size(&flat.values[r])))
+        .map(|r| size(&flat.values[r]))
+        .filter(|&b| b > above)
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The largest intermediate buffer the TPU compiler keeps in VMEM on `chip`. Measured on
+/// libtpu 0.0.52 (`docs/compile.md`): v6e keeps 25.7 MB activations on chip but puts 51.4 MB
+/// ones (ResNet-50's and MobileNetV2's first 112x112 activations, channel-minor) in HBM,
+/// where v5e keeps them on chip; v6e is given 32 MiB, other chips their whole VMEM.
+#[must_use]
+pub fn largest_on_chip_buffer(chip: &Chip) -> u64 {
+    let vmem = on_chip_memory(chip);
+    if chip.id == "v6e" { vmem.min(32 << 20) } else { vmem }
 }
 
 /// On-chip memory (VMEM) of one device of `chip`, bytes: VMEM per TensorCore times the

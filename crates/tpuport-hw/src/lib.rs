@@ -61,7 +61,8 @@ pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
 pub use error::HwError;
 pub use slice::{Slice, dims_name, parse_dims};
 pub use tiling::{
-    DeviceLayout, MatmulPadding, Padded, Placement, device_bytes, device_layout,
+    DeviceLayout, MatmulPadding, Padded, Placement, device_bytes, device_bytes_in_order,
+    device_layout,
     matmul_utilization, padded_bytes, padded_shape,
 };
 pub use xla_layout::XlaLayout;

@@ -341,6 +341,36 @@ pub fn device_layout(shape: &[u64], dtype: DType, chip: &Chip) -> Result<DeviceL
     best.ok_or_else(overflow)
 }
 
+/// Bytes of an array already in physical (major-to-minor) order `physical`, tiled by the rules
+/// of [`device_layout`] without reordering: the layout of a convolution activation, whose
+/// feature dimension the compiler keeps minor (`[N, H, W, C]` for an ONNX `[N, C, H, W]`).
+///
+/// # Errors
+/// As [`device_layout`].
+pub fn device_bytes_in_order(physical: &[u64], dtype: DType, chip: &Chip) -> Result<u64, HwError> {
+    if physical.len() < 2 {
+        return device_bytes(physical, dtype, chip);
+    }
+    let t = tiling_of(chip)?;
+    let bits = element_bits(dtype)?;
+    let overflow = || HwError::Overflow { shape: physical.to_vec() };
+    let full_rows = u64::from(if bits == 16 { t.rows_16bit } else { t.rows_32bit });
+    let r = physical.len();
+    let s = physical[r - 2];
+    let rows = match s {
+        0 | 1 => 1,
+        2 => 2.min(full_rows),
+        3 | 4 => 4.min(full_rows),
+        _ => full_rows,
+    };
+    let mut dims = physical.to_vec();
+    dims[r - 2] = s.div_ceil(rows).checked_mul(rows).ok_or_else(overflow)?;
+    let lanes = u64::from(t.lanes);
+    dims[r - 1] = dims[r - 1].div_ceil(lanes).checked_mul(lanes).ok_or_else(overflow)?;
+    let elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(overflow)?;
+    elements.checked_mul(u64::from(bits)).map(|b| b.div_ceil(8)).ok_or_else(overflow)
+}
+
 /// Bytes of [`device_layout`].
 ///
 /// # Errors
