@@ -199,11 +199,7 @@ fn weight_tensors(model: &Model, params: &[String]) -> Vec<(String, Vec<u64>, DT
 
 /// Suggests the dimension change that removes most of a tensor's padding, from its layout
 /// (`{minor, second-minor, ...: T(rows, lanes)}`).
-pub(crate) fn tensor_fix(
-    shape: &[u64],
-    minor_to_major: &[usize],
-    tile: &[u64],
-) -> Option<String> {
+pub(crate) fn tensor_fix(shape: &[u64], minor_to_major: &[usize], tile: &[u64]) -> Option<String> {
     let (Some(&j), Some(&i), [rows, lanes]) = (minor_to_major.first(), minor_to_major.get(1), tile)
     else {
         // Vectors and scalars: one tile is the smallest unit.

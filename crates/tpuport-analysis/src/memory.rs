@@ -209,15 +209,17 @@ impl Flat {
                     | taxonomy::OpFamily::Composite
                     | taxonomy::OpFamily::Reduction
             ) {
-                op.inputs.first().and_then(|&v| {
-                    let f = self.values[v].feature_dim?;
-                    let rank = self.values[v].shape.as_ref()?.len();
-                    Some((f, rank))
-                })
-                .and_then(|(f, rank)| {
-                    let out = *op.outputs.first()?;
-                    (self.values[out].shape.as_ref()?.len() == rank).then_some(f)
-                })
+                op.inputs
+                    .first()
+                    .and_then(|&v| {
+                        let f = self.values[v].feature_dim?;
+                        let rank = self.values[v].shape.as_ref()?.len();
+                        Some((f, rank))
+                    })
+                    .and_then(|(f, rank)| {
+                        let out = *op.outputs.first()?;
+                        (self.values[out].shape.as_ref()?.len() == rank).then_some(f)
+                    })
             } else {
                 None
             };
@@ -662,7 +664,9 @@ pub fn analyze(
                 };
                 let (big_peak, _, _) = peak(&flat, &big);
                 let spill = pk.saturating_sub(outputs).saturating_sub(vmem);
-                outputs.saturating_add(output_bytes(&flat, size, vmem)).saturating_add(big_peak.max(spill))
+                outputs
+                    .saturating_add(output_bytes(&flat, size, vmem))
+                    .saturating_add(big_peak.max(spill))
             }
             None => pk,
         };
@@ -710,9 +714,7 @@ pub fn analyze(
         let vmem = on_chip_memory(chip);
         let (f, _) = footprint(&size, &tsize, Some((vmem, largest_on_chip_buffer(chip))));
         let dev = |s: &[u64], d: DType| device_bytes(s, d, chip).ok();
-        if let Some(pd) =
-            per_device(model, f.peak_activations, f.outputs, &dev, Some(vmem))
-        {
+        if let Some(pd) = per_device(model, f.peak_activations, f.outputs, &dev, Some(vmem)) {
             report.per_device_padded.push((chip.id.clone(), pd));
         }
         report.padded.push((chip.id.clone(), f));

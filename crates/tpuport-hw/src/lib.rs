@@ -62,7 +62,6 @@ pub use error::HwError;
 pub use slice::{Slice, dims_name, parse_dims};
 pub use tiling::{
     DeviceLayout, MatmulPadding, Padded, Placement, device_bytes, device_bytes_in_order,
-    device_layout,
-    matmul_utilization, padded_bytes, padded_shape,
+    device_layout, matmul_utilization, padded_bytes, padded_shape,
 };
 pub use xla_layout::XlaLayout;

@@ -307,7 +307,11 @@ fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
             "  layouts checked against the TPU compiler: {} of {} weights confirmed{}",
             k.layouts_confirmed,
             k.layouts_checked,
-            if k.restated.is_empty() { String::new() } else { "; restated with the compiler's layout:".to_owned() }
+            if k.restated.is_empty() {
+                String::new()
+            } else {
+                "; restated with the compiler's layout:".to_owned()
+            }
         );
         for x in k.restated.iter().take(5) {
             let _ = writeln!(
@@ -465,7 +469,10 @@ mod tests {
         assert_eq!((t.layout_source, t.padded_bytes), ("compiler", first.padded_bytes * 2));
         assert_eq!(r.summary.top_fixes[0].source, "compiler");
         let text = render_text(&r, Paint::PLAIN);
-        assert!(text.contains("TPU compiler (libtpu 0.0.52, v5e-8 on 1 device): DOES NOT FIT"), "{text}");
+        assert!(
+            text.contains("TPU compiler (libtpu 0.0.52, v5e-8 on 1 device): DOES NOT FIT"),
+            "{text}"
+        );
         assert!(text.contains("the estimate said it fits"), "{text}");
         assert!(text.contains("0 of 1 weights confirmed; restated"), "{text}");
         // Without libtpu: one note, the estimate only.

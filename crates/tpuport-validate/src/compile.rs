@@ -178,7 +178,6 @@ pub struct Saved {
     pub sha256: String,
 }
 
-
 /// What to compile, for which slice, with which libtpu.
 #[derive(Clone, Debug, Default)]
 pub struct Request {
@@ -626,7 +625,8 @@ fn fill_from_executable(
     prep: &Prepared,
     obs: &dyn Observer,
 ) -> Result<()> {
-    let m = exe.compiled_memory_stats().context(|| "reading the compiled memory statistics".into())?;
+    let m =
+        exe.compiled_memory_stats().context(|| "reading the compiled memory statistics".into())?;
     obs.info(&format!("compiled memory statistics: {m:?}"));
     let d = &mut r.per_device;
     d.arguments = Some(nonneg(m.argument));
@@ -668,9 +668,8 @@ fn fill_from_executable(
     let pl = exe.parameter_layouts().map_err(|e| note("parameter layouts", &e)).ok();
     let ol = exe.output_layouts().map_err(|e| note("output layouts", &e)).ok();
     let multi = r.program_devices > 1;
-    let ps = multi
-        .then(|| exe.parameter_shardings().map_err(|e| note("shardings", &e)).ok())
-        .flatten();
+    let ps =
+        multi.then(|| exe.parameter_shardings().map_err(|e| note("shardings", &e)).ok()).flatten();
     let os =
         multi.then(|| exe.output_shardings().map_err(|e| note("shardings", &e)).ok()).flatten();
     r.parameters = operands(&prep.params, pl.as_deref(), ps.as_deref(), None);

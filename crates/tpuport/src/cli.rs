@@ -65,7 +65,9 @@ impl Command {
     pub(crate) fn compiles_for_tpu_offline(&self) -> bool {
         match self {
             Command::Compile(_) => true,
-            Command::Audit(a) => a.slice.is_some() && a.compiler != commands::audit::CompilerArg::None,
+            Command::Audit(a) => {
+                a.slice.is_some() && a.compiler != commands::audit::CompilerArg::None
+            }
             _ => false,
         }
     }

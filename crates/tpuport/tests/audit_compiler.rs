@@ -90,7 +90,9 @@ fn small_jax_fixtures_are_within_10_percent_of_libtpu() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let summary: Vec<&str> = o.stdout.lines().skip_while(|l| *l != "Summary").take(4).collect();
     assert!(
-        summary.iter().any(|l| l.contains("TPU compiler (libtpu") && l.contains("the estimate agrees")),
+        summary
+            .iter()
+            .any(|l| l.contains("TPU compiler (libtpu") && l.contains("the estimate agrees")),
         "{}",
         o.stdout
     );
@@ -121,7 +123,11 @@ fn resnet50_demo_audit_claims_no_conv_kernel_padding() {
     }
     let o = tpuport(&["audit", m.to_str().unwrap(), "--batch", "8", "--slice", "v5e-8"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(!o.stdout.contains("13.9 GiB") && !o.stdout.contains("[out, in, kh, kw]"), "{}", o.stdout);
+    assert!(
+        !o.stdout.contains("13.9 GiB") && !o.stdout.contains("[out, in, kh, kw]"),
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]
@@ -132,7 +138,8 @@ fn gpt2_over_16_gib_does_not_fit_by_estimate_and_compiler() {
     plain.extend(["--compiler", "none"]);
     let r = audit_json(&plain, 0);
     assert_eq!(r["summary"]["slice_fit"], "no", "{}", r["summary"]);
-    let Some(lib) = tpuport_testkit::libtpu("gpt2_over_16_gib_does_not_fit_by_estimate_and_compiler")
+    let Some(lib) =
+        tpuport_testkit::libtpu("gpt2_over_16_gib_does_not_fit_by_estimate_and_compiler")
     else {
         return;
     };

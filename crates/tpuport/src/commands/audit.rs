@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use tpuport_analysis::audit::{self, AuditOptions, Level};
 use tpuport_analysis::compiler_check::CompilerInput;
-use tpuport_validate::compile::{self, CompilerMode, Request};
 use tpuport_analysis::{Optimizer, Workload};
+use tpuport_validate::compile::{self, CompilerMode, Request};
 
 use crate::cli::GlobalArgs;
 use crate::commands::{ImportArgs, Status};
@@ -149,7 +149,8 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
                 plugin: a.plugin.clone(),
                 ..Request::default()
             };
-            let mode = if mode == CompilerArg::Libtpu { CompilerMode::Libtpu } else { CompilerMode::Auto };
+            let mode =
+                if mode == CompilerArg::Libtpu { CompilerMode::Libtpu } else { CompilerMode::Auto };
             compile::for_audit(&req, mode, &catalog, p)?
         }
     };
