@@ -110,3 +110,43 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     let r = memory::analyze(&m, &[], Workload::Train, Optimizer::Adafactor, 1);
     assert_eq!(r.logical.training[0].optimizer_state, (512 + 10 + 10) * 4);
 }
+
+/// x f32[8,2048,1024] (64 MiB) -> Exp -> y -> ReduceSum(axis 2) -> z f32[8,2048,1] and a second
+/// output w = Relu(x) f32[8,2048,1024]; sizes chosen around the VMEM rules of the HBM estimate.
+fn vmem_model() -> Model {
+    let mut m = Model::empty(ModelFormat::Onnx);
+    let mut g = Graph::default();
+    let ty = |s: &[u64]| TensorType::new(DType::F32, Shape::fixed(s));
+    let x = value(&mut g, "x", ty(&[8, 2048, 1024]), ValueKind::Input);
+    let y = value(&mut g, "y", ty(&[8, 2048, 1024]), ValueKind::Intermediate);
+    let z = value(&mut g, "z", ty(&[8, 2048, 1]), ValueKind::Intermediate);
+    let w = value(&mut g, "w", ty(&[8, 2048, 1024]), ValueKind::Intermediate);
+    g.inputs = vec![x];
+    g.outputs = vec![z, w];
+    g.add_node(node("e", "Exp", vec![Some(x)], y));
+    g.add_node(node("s", "ReduceSum", vec![Some(y)], z));
+    g.add_node(node("r", "Relu", vec![Some(x)], w));
+    m.graph = g;
+    m
+}
+
+/// The HBM estimate's VMEM rules: an intermediate beyond what the chip keeps on chip (v6e:
+/// 32 MiB; v5e: its 128 MiB VMEM) is in HBM; outputs are in HBM; none here exceeds VMEM, so
+/// none counts twice.
+#[test]
+fn hbm_activations_follow_the_vmem_rules() {
+    let cat = Catalog::builtin();
+    let (v5e, v6e) = (cat.chip("v5e").unwrap(), cat.chip("v6e").unwrap());
+    assert_eq!(memory::on_chip_memory(v5e), 128 << 20);
+    assert_eq!(memory::largest_on_chip_buffer(v6e), 32 << 20);
+    let r = memory::analyze(&vmem_model(), &[v5e, v6e], Workload::Infer, Optimizer::Adam, 0);
+    let big: u64 = 8 * 2048 * 1024 * 4;
+    // z: [8,2048,1] stored transposed with a 1-row tile: [1, 8, 2048] -> 8 x 2048 x 4 bytes.
+    let z: u64 = 8 * 2048 * 4;
+    for (chip, f) in &r.padded {
+        assert_eq!(f.outputs, big + z, "{chip}");
+        let in_hbm = if chip == "v6e" { big } else { 0 };
+        assert_eq!(f.hbm_activations, big + z + in_hbm, "{chip}: y in HBM only on v6e");
+        assert_eq!(f.inference, f.inputs + f.weights + f.hbm_activations, "{chip}");
+    }
+}
