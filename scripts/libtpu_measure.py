@@ -16,9 +16,10 @@ Writes:
   crates/tpuport/tests/data/libtpu_memory.json
       one row per (model, target): libtpu's per-device figures (arguments, outputs, peak live
       buffers, generated code, total) next to `tpuport audit --slice TARGET`'s per-chip estimate
-      (`memory.per_device`, else `memory.padded[chip].inference`), for the JAX fixtures, the five
-      torch exports at batch 8 (through `tpuport compile`'s lowering) and the 8-way sharded
-      fixtures, on v5e-8 and v6e-8.
+      (`memory.per_device_padded[chip]`, else `memory.padded[chip].inference`), for the JAX
+      fixtures, the five torch exports at batch 8 (through `tpuport compile`'s lowering) and the
+      8-way sharded fixtures, on v5e-8 and v6e-8. `scripts/audit_vs_libtpu.py` makes the same
+      comparison through `tpuport audit --compiler libtpu` (the table in docs/compile.md).
 """
 
 import argparse
@@ -94,8 +95,9 @@ def layouts(exe: str, lib: str) -> list[dict]:
 
 def audit_estimate(rep: dict, chip: str):
     mem = rep["memory"]
-    if mem.get("per_device"):
-        return mem["per_device"].get("total")
+    for c, figures in mem.get("per_device_padded", []):
+        if c == chip:
+            return figures.get("total")
     for c, figures in mem.get("padded", []):
         if c == chip:
             return figures.get("inference")
@@ -112,12 +114,12 @@ def memory(exe: str, lib: str, fixtures: Path, match: str | None) -> list[dict]:
         for target in TARGETS:
             chip = target.split("-")[0]
             c = tpuport(exe, ["compile", str(path), "--target", target, "--plugin", lib, *extra])
-            a = tpuport(exe, ["audit", str(path), "--slice", target, *extra])
+            a = tpuport(exe, ["audit", str(path), "--slice", target, "--compiler", "none", *extra])
             d = c["per_device"]
             est = audit_estimate(a, chip)
-            buffers = max(d.get("peak") or 0,
-                          (d["arguments"] or 0) + (d["outputs"] or 0) + (d["temporaries"] or 0)
-                          - (d["aliased"] or 0))
+            # HBM: the peak also counts on-chip VMEM (docs/compile.md).
+            buffers = ((d["arguments"] or 0) + (d["outputs"] or 0) + (d["temporaries"] or 0)
+                       - (d["aliased"] or 0))
             rows.append({
                 "model": name, "target": target, "program_devices": c["program_devices"],
                 "libtpu": {k: d[k] for k in ("arguments", "outputs", "temporaries", "peak",

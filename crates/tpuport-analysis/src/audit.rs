@@ -8,6 +8,7 @@ use tpuport_model::{DType, Model, ModelFormat, ValueId, ValueKind};
 
 use std::collections::HashSet;
 
+use crate::compiler_check::{self, CompilerCheck, CompilerInput};
 use crate::cost::{self, CostReport, CostTotals, OpCost};
 use crate::layout::{self, LayoutReport};
 use crate::memory::{self, Footprint, MemoryReport};
@@ -36,6 +37,8 @@ pub struct AuditOptions {
     pub onnx_lowering: Option<crate::findings::LoweringHook>,
     /// Argument roles decided by the caller (`--data-args`); decided by the rules when `None`.
     pub roles: Option<ArgRoles>,
+    /// The TPU compiler's answer for the slice, when the caller asked libtpu.
+    pub compiler: CompilerInput,
 }
 
 /// Severity of a finding, ordered.
@@ -136,7 +139,7 @@ pub struct SliceFit {
 /// One of the top things to fix.
 #[derive(Clone, Debug, Serialize)]
 pub struct Fix {
-    /// Which section raised it: `finding`, `memory`, `layout`, `roofline`, `dtype`.
+    /// Which section raised it: `compiler`, `finding`, `memory`, `layout`, `roofline`, `dtype`.
     pub source: String,
     /// Finding code, when it is a finding.
     pub code: Option<String>,
@@ -212,6 +215,8 @@ pub struct AuditReport {
     pub fits: Vec<SliceFit>,
     /// Roofline estimates per chip.
     pub roofline: RooflineReport,
+    /// The estimate next to the TPU compiler's answer (`--compiler`), when it was asked.
+    pub compiler: Option<CompilerCheck>,
     /// Things the reader should know about the figures.
     pub notes: Vec<String>,
 }
@@ -244,12 +249,12 @@ fn gib(b: u64) -> String {
 fn fit(catalog: &Catalog, chip: &Chip, f: &Footprint, workload: Workload, scale: f64) -> SliceFit {
     let (state, batch) = if workload.is_training() {
         let t = f.training.iter().find(|t| t.precision == "mixed").or(f.training.first());
-        t.map_or((f.weights, f.inputs.saturating_add(f.peak_activations)), |t| {
+        t.map_or((f.weights, f.inputs.saturating_add(f.hbm_activations)), |t| {
             let state = t.weights.saturating_add(t.gradients).saturating_add(t.optimizer_state);
             (state, f.inputs.saturating_add(t.activations))
         })
     } else {
-        (f.weights, f.inputs.saturating_add(f.peak_activations))
+        (f.weights, f.inputs.saturating_add(f.hbm_activations))
     };
     #[allow(
         clippy::cast_possible_truncation,
@@ -365,7 +370,30 @@ pub fn audit(
     let batch = opts.batch.unwrap_or(module_batch);
     #[allow(clippy::cast_precision_loss, reason = "ratio")]
     let scale = batch as f64 / module_batch as f64;
-    let layout = layout::analyze(model, &cost, &chips, &memory.param_names);
+    let mut layout = layout::analyze(model, &cost, &chips, &memory.param_names);
+    let compiler = match &opts.compiler {
+        CompilerInput::Answered(facts) => chips.iter().find(|c| c.id == facts.chip).map(|chip| {
+            let rechecked = layout
+                .chips
+                .iter_mut()
+                .find(|l| l.chip == chip.id)
+                .map(|l| compiler_check::recheck_layouts(l, facts, chip))
+                .unwrap_or_default();
+            let estimate = memory
+                .per_device_padded
+                .iter()
+                .find(|(id, _)| *id == chip.id)
+                .map(|(_, d)| d.total)
+                .or_else(|| {
+                    memory.padded.iter().find(|(id, _)| *id == chip.id).map(|(_, f)| f.inference)
+                })
+                .unwrap_or(0);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
+            let budget = chip.hbm_budget().unwrap_or(0.0) as u64;
+            compiler_check::check(facts, estimate, budget, rechecked)
+        }),
+        _ => None,
+    };
     let roofline = roofline::analyze_scaled(&cost, &chips, module_batch, batch, opts.workload);
     let fits: Vec<SliceFit> = chips
         .iter()
@@ -400,6 +428,21 @@ pub fn audit(
         })
     });
     let mut fixes: Vec<Fix> = Vec::new();
+    if let Some(c) = &compiler
+        && !c.compiler_fits
+    {
+        fixes.push(Fix {
+            source: "compiler".into(),
+            code: None,
+            text: format!(
+                "the TPU compiler ({}) refuses the program on {}: it needs {} per device, {} available; shard it over more chips or lower the batch",
+                c.compiler,
+                c.target,
+                gib(c.compiler_bytes),
+                gib(c.hbm_limit)
+            ),
+        });
+    }
     for f in findings.iter().filter(|f| f.severity == Level::Error) {
         fixes.push(Fix {
             source: "finding".into(),
@@ -465,19 +508,6 @@ pub fn audit(
                     ),
                 });
             }
-        }
-        if l.stored_kernel_extra_bytes > l.weights_logical / 10
-            && let Some(k) = &l.stored_kernel_worst
-        {
-            fixes.push(Fix {
-                source: "layout".into(),
-                code: None,
-                text: format!(
-                    "conv kernels stored [out, in, kh, kw] (e.g. `{k}`) would take {} more on {} with 1x1 minor dims: keep them [kh, kw, in, out] (HWIO) when porting",
-                    gib(l.stored_kernel_extra_bytes),
-                    l.chip
-                ),
-            });
         }
         if l.weights_padded > l.weights_logical.saturating_add(l.weights_logical / 10)
             && let Some(t) = l.worst_tensors.first()
@@ -549,8 +579,11 @@ pub fn audit(
     top_ops.truncate(TOP_OPS);
     let mut notes = vec![
         "FLOPs follow XLA's HloCostAnalysis convention (conv padding taps excluded, elementwise 1/element); `mxu_flops` is the dense FlopCounterMode convention".to_owned(),
-        "padded figures use the catalog's tiling rules; roofline times are estimates (no overlap, no VPU model); prices are low confidence".to_owned(),
+        "padded figures use the layouts the TPU compiler picks (least padded dimension order, measured on libtpu); roofline times are estimates (no overlap, no VPU model); prices are low confidence".to_owned(),
     ];
+    if let CompilerInput::Unavailable(why) = &opts.compiler {
+        notes.push(format!("not checked against the TPU compiler ({why}): figures are estimates"));
+    }
     notes.extend(memory.notes.iter().cloned());
     if batch != module_batch {
         notes.push(format!(
@@ -604,6 +637,7 @@ pub fn audit(
         memory,
         fits,
         roofline,
+        compiler,
         notes,
     }
 }

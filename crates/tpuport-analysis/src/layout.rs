@@ -32,7 +32,7 @@ pub struct TensorPadding {
     pub dtype: DType,
     /// Logical shape.
     pub shape: Vec<u64>,
-    /// Shape after tiling.
+    /// The array after tiling, in the layout's physical (major-to-minor) order.
     pub padded_shape: Vec<u64>,
     /// Logical bytes.
     pub logical_bytes: u64,
@@ -40,8 +40,13 @@ pub struct TensorPadding {
     pub padded_bytes: u64,
     /// What to change, when padding wastes a noticeable share.
     pub fix: Option<String>,
-    /// The layout padded: `stored`, or a conv kernel in `[spatial, in, out]` order.
-    pub layout: &'static str,
+    /// The layout, in XLA's notation (`{1,0,3,2:T(8,128)}`): the one the TPU compiler picks
+    /// by tpuport's layout model (`tpuport_hw::device_layout`), or the compiler's own when
+    /// `layout_source` is `compiler`.
+    pub layout: String,
+    /// `estimate`, or `compiler` when libtpu's layout replaced the estimate (`audit
+    /// --compiler`).
+    pub layout_source: &'static str,
 }
 
 /// One matmul / conv after MXU padding.
@@ -92,10 +97,12 @@ pub struct ChipLayout {
     pub worst_matmuls: Vec<MatmulLayout>,
     /// Tensors wasting the most bytes to padding, worst first.
     pub worst_tensors: Vec<TensorPadding>,
-    /// Extra bytes conv kernels would take if kept in their stored layout (ONNX `[out, in, kh,
-    /// kw]`: pointwise kernels pad 1x1 to 2x128) instead of `[spatial, in, out]`.
+    /// Extra bytes conv kernels take in their stored dimension order (ONNX `[out, in, kh,
+    /// kw]`) over `[spatial, in, out]`. Always 0: the TPU compiler picks the dimension order of
+    /// every parameter itself (measured on libtpu: OIHW and HWIO kernels take the same bytes);
+    /// kept for the schema.
     pub stored_kernel_extra_bytes: u64,
-    /// The kernel with the largest such cost.
+    /// The kernel with the largest such cost (none).
     pub stored_kernel_worst: Option<String>,
 }
 
@@ -106,10 +113,10 @@ pub struct LayoutReport {
     pub chips: Vec<ChipLayout>,
 }
 
-/// Convolution kernels in the layout XLA's convolution wants them, feature dimensions minor
-/// (`[spatial..., in, out]`), by tensor name. An ONNX `Conv` stores `[out, in, kh, kw]`, whose two
-/// minor dims are 1x1 for pointwise convs: kept that way on a TPU it would pad 256x; a port
-/// must transpose it (the layout section reports the stored layout's cost as a fix).
+/// Convolution kernels with their dimensions in the order XLA's convolution uses them, feature
+/// dimensions minor (`[spatial..., in, out]`), by tensor name. Sizes do not depend on it (the TPU
+/// compiler picks each parameter's dimension order itself); the training pass uses it to name
+/// parameter shapes the way an optimizer sees them.
 #[must_use]
 pub fn conv_kernel_layouts(model: &Model) -> HashMap<String, Vec<u64>> {
     let g = &model.graph;
@@ -156,29 +163,11 @@ pub fn conv_kernel_layouts(model: &Model) -> HashMap<String, Vec<u64>> {
     out
 }
 
-/// Bytes of `shape` in the best layout XLA's layout assignment can give an intermediate value:
-/// the least padded choice of the two minor dimensions.
+/// Bytes of `shape` in the layout the TPU compiler gives it (`tpuport_hw::device_layout`: the
+/// least padded dimension order, small row tiles, vector tiles).
 #[must_use]
 pub fn best_layout_bytes(shape: &[u64], dtype: DType, chip: &Chip) -> Option<u64> {
-    let r = shape.len();
-    if r < 2 {
-        return tiling::padded_bytes(shape, dtype, chip).ok();
-    }
-    let mut best: Option<u64> = None;
-    for i in 0..r {
-        for j in 0..r {
-            if i == j {
-                continue;
-            }
-            let mut v: Vec<u64> = (0..r).filter(|&k| k != i && k != j).map(|k| shape[k]).collect();
-            v.push(shape[i]);
-            v.push(shape[j]);
-            if let Ok(b) = tiling::padded_bytes(&v, dtype, chip) {
-                best = Some(best.map_or(b, |x: u64| x.min(b)));
-            }
-        }
-    }
-    best
+    tpuport_hw::device_bytes(shape, dtype, chip).ok()
 }
 
 /// The weight-like tensors of a model: stored weights (rank >= 1), else the arguments the
@@ -208,37 +197,38 @@ fn weight_tensors(model: &Model, params: &[String]) -> Vec<(String, Vec<u64>, DT
     out
 }
 
-/// Suggests the dimension change that removes most of a tensor's padding.
-fn tensor_fix(shape: &[u64], padded: &[u64], tile: [u64; 2]) -> Option<String> {
-    let r = padded.len();
-    let view: Vec<u64> = if shape.len() < 2 {
-        let mut v = vec![1; 2 - shape.len()];
-        v.extend_from_slice(shape);
-        v
-    } else {
-        shape.to_vec()
+/// Suggests the dimension change that removes most of a tensor's padding, from its layout
+/// (`{minor, second-minor, ...: T(rows, lanes)}`).
+pub(crate) fn tensor_fix(shape: &[u64], minor_to_major: &[usize], tile: &[u64]) -> Option<String> {
+    let (Some(&j), Some(&i), [rows, lanes]) = (minor_to_major.first(), minor_to_major.get(1), tile)
+    else {
+        // Vectors and scalars: one tile is the smallest unit.
+        return None;
     };
+    let (minor, second) = (shape.get(j)?, shape.get(i)?);
     let mut parts = Vec::new();
-    if view[r - 1] != padded[r - 1] {
+    if minor % lanes != 0 {
         parts.push(format!(
-            "last dim {} -> multiple of {} (pads to {})",
-            view[r - 1],
-            tile[1],
-            padded[r - 1]
+            "dim {j} ({minor}, stored minor) -> multiple of {lanes} (pads to {})",
+            minor.next_multiple_of(*lanes)
         ));
     }
-    if view[r - 2] != padded[r - 2] {
+    if second % rows != 0 {
         parts.push(format!(
-            "second-to-last dim {} -> multiple of {} (pads to {})",
-            view[r - 2],
-            tile[0],
-            padded[r - 2]
+            "dim {i} ({second}, second-minor) -> multiple of {rows} (pads to {})",
+            second.next_multiple_of(*rows)
         ));
-    }
-    if view[r - 1] < tile[1] && r >= 2 && view[r - 2] >= tile[1] {
-        parts.push("or transpose so the larger dim is last".to_owned());
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The tensors wasting the most bytes to padding, worst first.
+pub(crate) fn worst_tensors(mut tensors: Vec<TensorPadding>) -> Vec<TensorPadding> {
+    let waste = |t: &TensorPadding| t.padded_bytes.saturating_sub(t.logical_bytes);
+    tensors.sort_by_key(|t| std::cmp::Reverse(waste(t)));
+    tensors.retain(|t| t.padded_bytes > t.logical_bytes);
+    tensors.truncate(WORST);
+    tensors
 }
 
 /// Suggests the matmul dimension to change.
@@ -266,7 +256,6 @@ pub fn analyze(
     params: &[String],
 ) -> LayoutReport {
     let weights = weight_tensors(model, params);
-    let kernels = conv_kernel_layouts(model);
     let mut report = LayoutReport::default();
     for chip in chips {
         let mxu = u64::from(chip.mxu_size.unwrap_or(128));
@@ -286,44 +275,24 @@ pub fn analyze(
             stored_kernel_worst: None,
         };
         let mut tensors = Vec::new();
-        let mut stored_extra = 0u64;
-        let mut stored_worst: Option<(String, u64)> = None;
-        for (name, stored, dtype) in &weights {
-            let shape = kernels.get(name).unwrap_or(stored);
-            let Ok(p) = tiling::pad(shape, *dtype, chip, tiling::Placement::Memory) else {
-                continue;
-            };
-            if shape != stored
-                && let Ok(q) = tiling::padded_bytes(stored, *dtype, chip)
-                && q > p.padded_bytes
-            {
-                stored_extra = stored_extra.saturating_add(q - p.padded_bytes);
-                if stored_worst.as_ref().is_none_or(|w| q - p.padded_bytes > w.1) {
-                    stored_worst = Some((name.clone(), q - p.padded_bytes));
-                }
-            }
-            cl.weights_logical = cl.weights_logical.saturating_add(p.logical_bytes);
-            cl.weights_padded = cl.weights_padded.saturating_add(p.padded_bytes);
+        for (name, shape, dtype) in &weights {
+            let Ok(l) = tpuport_hw::device_layout(shape, *dtype, chip) else { continue };
+            cl.weights_logical = cl.weights_logical.saturating_add(l.logical_bytes);
+            cl.weights_padded = cl.weights_padded.saturating_add(l.bytes);
             tensors.push(TensorPadding {
                 name: name.clone(),
                 dtype: *dtype,
                 shape: shape.clone(),
-                fix: tensor_fix(shape, &p.padded, p.tile),
-                layout: if shape == stored { "stored" } else { "conv-kernel [spatial, in, out]" },
-                padded_shape: p.padded,
-                logical_bytes: p.logical_bytes,
-                padded_bytes: p.padded_bytes,
+                fix: tensor_fix(shape, &l.minor_to_major, &l.tile),
+                layout: l.notation(),
+                layout_source: "estimate",
+                padded_shape: l.padded_physical,
+                logical_bytes: l.logical_bytes,
+                padded_bytes: l.bytes,
             });
         }
         cl.tensors.clone_from(&tensors);
-        tensors.sort_by(|a, b| {
-            (b.padded_bytes - b.logical_bytes).cmp(&(a.padded_bytes - a.logical_bytes))
-        });
-        tensors.retain(|t| t.padded_bytes > t.logical_bytes);
-        tensors.truncate(WORST);
-        cl.worst_tensors = tensors;
-        cl.stored_kernel_extra_bytes = stored_extra;
-        cl.stored_kernel_worst = stored_worst.map(|w| w.0);
+        cl.worst_tensors = worst_tensors(tensors);
 
         let mut useful = 0f64;
         let mut total = 0f64;

@@ -6,12 +6,14 @@
 //! - [`workload`]: the workload kind (infer/train/finetune) and optimizer shared by the passes.
 //! - [`roles`]: which entry arguments are weights, data and state; the batch and sequence.
 //! - [`taxonomy`]: op families and the op properties the passes share.
+//! - [`compiler_check`]: the audit's estimate next to the TPU compiler's answer.
 
 pub mod inventory;
 pub mod workload;
 
 pub use workload::{Optimizer, Workload};
 pub mod audit;
+pub mod compiler_check;
 pub mod cost;
 pub mod findings;
 pub mod layout;

@@ -11,12 +11,13 @@
 //!   alias their input, broadcasts and constants are folded into their consumers (XLA fuses
 //!   them), and an elementwise op whose same-sized operand dies at that op writes in place.
 //!   Which ops alias, fold or write in place is a property of the op in [`crate::taxonomy`].
-//! - Padded figures apply the chip's tiling to every buffer (`tpuport_hw::tiling`).
+//! - Padded figures put every buffer in the layout the TPU compiler gives it
+//!   (`tpuport_hw::device_layout`, measured on libtpu).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
-use tpuport_hw::{Chip, padded_bytes};
+use tpuport_hw::{Chip, device_bytes, device_bytes_in_order};
 use tpuport_model::{DType, Graph, Model, ModelFormat, ValueId, ValueKind};
 
 use crate::cost::sat;
@@ -45,6 +46,14 @@ struct FValue {
     alias_of: Option<usize>,
     /// Computed from weights alone (a folded constant, not a parameter).
     folded: bool,
+    /// Folded, and only a layout change of a weight (transpose, reshape): the TPU compiler
+    /// folds it into its consumer (a transposed embedding reused as the LM head is read through
+    /// the dot's dimension numbers), so it takes no HBM of its own on a chip.
+    layout_view: bool,
+    /// The feature dimension of a channels-first convolution activation (ONNX `Conv` output
+    /// and the elementwise / pooling values that follow it): the TPU compiler lays it out
+    /// feature-minor (`[N, H, W, C]`), so a 64-channel activation pads 64 to 128 lanes.
+    feature_dim: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -92,6 +101,8 @@ impl Flat {
             role,
             alias_of: None,
             folded: false,
+            layout_view: false,
+            feature_dim: None,
         });
         self.values.len() - 1
     }
@@ -166,6 +177,11 @@ impl Flat {
         }
     }
 
+    /// Whether `v` is (the buffer of) a graph output.
+    fn is_output(&self, v: &FValue) -> bool {
+        self.outputs.iter().any(|&o| std::ptr::eq(&self.values[self.root(o)], v))
+    }
+
     /// Resolves a value to the value owning its buffer.
     fn root(&self, mut v: usize) -> usize {
         let mut guard = 0;
@@ -177,6 +193,45 @@ impl Flat {
             }
         }
         v
+    }
+
+    /// Marks channels-first convolution activations (see [`FValue::feature_dim`]): outputs of
+    /// ONNX `Conv`, then values of the same rank that elementwise ops, normalizations and
+    /// pooling compute from them.
+    fn mark_feature_minor(&mut self) {
+        for i in 0..self.ops.len() {
+            let op = &self.ops[i];
+            let info = taxonomy::info(&op.op);
+            let from = if matches!(op.op.as_str(), "Conv" | "ConvTranspose") {
+                Some(1)
+            } else if matches!(
+                info.family,
+                taxonomy::OpFamily::Elementwise
+                    | taxonomy::OpFamily::Composite
+                    | taxonomy::OpFamily::Reduction
+            ) {
+                op.inputs
+                    .first()
+                    .and_then(|&v| {
+                        let f = self.values[v].feature_dim?;
+                        let rank = self.values[v].shape.as_ref()?.len();
+                        Some((f, rank))
+                    })
+                    .and_then(|(f, rank)| {
+                        let out = *op.outputs.first()?;
+                        (self.values[out].shape.as_ref()?.len() == rank).then_some(f)
+                    })
+            } else {
+                None
+            };
+            if let Some(f) = from {
+                for &o in &self.ops[i].outputs.clone() {
+                    if self.values[o].shape.as_ref().is_some_and(|s| s.len() >= 3 && f < s.len()) {
+                        self.values[o].feature_dim = Some(f);
+                    }
+                }
+            }
+        }
     }
 
     /// Assigns aliases (reshape, in-place elementwise) and virtual roles. Needs last uses, so it
@@ -210,9 +265,14 @@ impl Flat {
             if !op.inputs.is_empty()
                 && op.inputs.iter().all(|&v| self.values[self.root(v)].role == Role::Weight)
             {
+                let info = taxonomy::info(&op.op);
+                let view = info.family == taxonomy::OpFamily::DataMovement
+                    && info.passes_values_through()
+                    && op.inputs.len() == 1;
                 for &o in &op.outputs {
                     self.values[o].role = Role::Weight;
                     self.values[o].folded = true;
+                    self.values[o].layout_view = view;
                 }
                 continue;
             }
@@ -313,14 +373,18 @@ fn peak(flat: &Flat, size: &dyn Fn(&FValue) -> u64) -> (u64, String, u64) {
     (best.0, best.1, total)
 }
 
-/// Padded bytes of a value on `chip`: intermediates in the best layout XLA can assign, conv
-/// kernels feature-minor, everything else (weights, caller inputs) as stored.
-fn padded_size(v: &FValue, chip: &Chip, kernels: &HashMap<String, Vec<u64>>) -> u64 {
-    match (&v.shape, v.dtype) {
-        (Some(s), Some(d)) => match v.role {
-            Role::Temp => crate::layout::best_layout_bytes(s, d, chip).unwrap_or(v.bytes),
-            _ => padded_bytes(kernels.get(&v.name).unwrap_or(s), d, chip).unwrap_or(v.bytes),
-        },
+/// Bytes of a value on `chip` in the layout the TPU compiler gives it
+/// (`tpuport_hw::device_layout`: least padded dimension order, small row tiles, vector tiles),
+/// for weights, caller inputs and intermediates alike.
+fn padded_size(v: &FValue, chip: &Chip) -> u64 {
+    match (&v.shape, v.dtype, v.feature_dim) {
+        (Some(s), Some(d), Some(f)) if v.role == Role::Temp => {
+            let mut physical: Vec<u64> =
+                s.iter().enumerate().filter(|(k, _)| *k != f).map(|(_, &x)| x).collect();
+            physical.push(s[f]);
+            device_bytes_in_order(&physical, d, chip).unwrap_or(v.bytes)
+        }
+        (Some(s), Some(d), _) => device_bytes(s, d, chip).unwrap_or(v.bytes),
         _ => v.bytes,
     }
 }
@@ -369,7 +433,17 @@ pub struct Footprint {
     pub peak_activations: u64,
     /// Sum of every intermediate buffer (what training saves without remat).
     pub all_activations: u64,
-    /// weights + inputs + peak activations.
+    /// Graph outputs (part of the peak activations).
+    pub outputs: u64,
+    /// Activations that need HBM: everything in logical bytes; on a chip, the graph outputs
+    /// plus the part of the peak the chip's on-chip memory (VMEM) cannot hold. The TPU compiler
+    /// keeps intermediates in VMEM when they fit (measured on libtpu: ResNet-50 at batch 8 on
+    /// v5e has no HBM temporaries; its arguments and outputs are the whole HBM need), and
+    /// writes an output larger than VMEM through an HBM temporary in its producer's layout
+    /// before copying it into the output's (GPT-2's logits), so such an output counts twice.
+    pub hbm_activations: u64,
+    /// weights + inputs + activations: the peak in logical bytes, the HBM need on a chip
+    /// (weights + inputs + `hbm_activations`).
     pub inference: u64,
     /// Training figures per precision policy (empty for inference workloads).
     pub training: Vec<TrainingMemory>,
@@ -386,7 +460,8 @@ pub struct PerDevice {
     pub arguments: u64,
     /// Result bytes per device.
     pub outputs: u64,
-    /// Peak intermediate bytes (results excluded) over the partitions.
+    /// Peak intermediate bytes (results excluded) over the partitions; on a chip, the part of
+    /// it the chip's VMEM cannot hold.
     pub temps: u64,
     /// Sum.
     pub total: u64,
@@ -407,6 +482,8 @@ pub struct MemoryReport {
     pub params_rule: String,
     /// Per-device figures of a partitioned StableHLO module.
     pub per_device: Option<PerDevice>,
+    /// The same per TPU chip id, in the layouts the compiler gives the shards (HBM need).
+    pub per_device_padded: Vec<(String, PerDevice)>,
     /// Names of the parameters (not serialized: long).
     #[serde(skip)]
     pub param_names: Vec<String>,
@@ -567,6 +644,7 @@ pub fn analyze_with_roles(
 ) -> MemoryReport {
     let mut flat = Flat::build(model);
     flat.assign();
+    flat.mark_feature_minor();
     let kernels = crate::layout::conv_kernel_layouts(model);
     let (ps, param_ids, state_ids, rule) = params(model, &flat, &kernels, roles);
     let param_names = ps.iter().map(|p| p.name.clone()).collect();
@@ -577,16 +655,41 @@ pub fn analyze_with_roles(
         ..MemoryReport::default()
     };
     let footprint = |size: &dyn Fn(&FValue) -> u64,
-                     tsize: &dyn Fn(&[u64], DType) -> u64|
+                     tsize: &dyn Fn(&[u64], DType) -> u64,
+                     on_chip: Option<(u64, u64)>|
      -> (Footprint, String) {
         let (pk, at, total) = peak(&flat, size);
-        let mut f =
-            Footprint { peak_activations: pk, all_activations: total, ..Footprint::default() };
+        let outputs = output_bytes(&flat, size, 0);
+        let hbm_activations = match on_chip {
+            Some((vmem, largest)) => {
+                // Intermediates larger than the chip keeps on chip live in HBM (their own
+                // liveness peak); the rest spill only beyond VMEM. Outputs are in HBM, and
+                // once more when larger than VMEM (written through an HBM temporary).
+                let big = |v: &FValue| {
+                    let b = size(v);
+                    if b > largest && !flat.is_output(v) { b } else { 0 }
+                };
+                let (big_peak, _, _) = peak(&flat, &big);
+                let spill = pk.saturating_sub(outputs).saturating_sub(vmem);
+                outputs
+                    .saturating_add(output_bytes(&flat, size, vmem))
+                    .saturating_add(big_peak.max(spill))
+            }
+            None => pk,
+        };
+        let mut f = Footprint {
+            peak_activations: pk,
+            all_activations: total,
+            outputs,
+            hbm_activations,
+            ..Footprint::default()
+        };
         for (v, val) in flat.values.iter().enumerate() {
             if flat.root(v) != v {
                 continue;
             }
             match val.role {
+                Role::Weight if on_chip.is_some() && val.layout_view => {}
                 Role::Weight => f.weights = f.weights.saturating_add(size(val)),
                 Role::Input if param_ids.contains(&v) || state_ids.contains(&v) => {
                     f.weights = f.weights.saturating_add(size(val));
@@ -597,7 +700,7 @@ pub fn analyze_with_roles(
                 _ => {}
             }
         }
-        f.inference = sat_sum(&[f.weights, f.inputs, f.peak_activations]);
+        f.inference = sat_sum(&[f.weights, f.inputs, f.hbm_activations]);
         if workload.is_training() {
             f.training = training(&ps, total, pk, mxu_ops, opt, tsize);
         }
@@ -605,16 +708,22 @@ pub fn analyze_with_roles(
     };
     let logical = |v: &FValue| v.bytes;
     let tlog = |s: &[u64], d: DType| d.storage_bytes(sat(s)).unwrap_or(0);
-    let (f, at) = footprint(&logical, &tlog);
-    report.per_device = per_device(model, &flat, f.peak_activations);
+    let (f, at) = footprint(&logical, &tlog, None);
+    let storage = |s: &[u64], d: DType| d.storage_bytes(sat(s));
+    report.per_device = per_device(model, f.peak_activations, f.outputs, &storage, None);
     report.logical = f;
     report.peak_at = at;
     for chip in chips {
-        let size = |v: &FValue| padded_size(v, chip, &kernels);
+        let size = |v: &FValue| padded_size(v, chip);
         let tsize = |s: &[u64], d: DType| {
-            padded_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
+            device_bytes(s, d, chip).unwrap_or_else(|_| d.storage_bytes(sat(s)).unwrap_or(0))
         };
-        let (f, _) = footprint(&size, &tsize);
+        let vmem = on_chip_memory(chip);
+        let (f, _) = footprint(&size, &tsize, Some((vmem, largest_on_chip_buffer(chip))));
+        let dev = |s: &[u64], d: DType| device_bytes(s, d, chip).ok();
+        if let Some(pd) = per_device(model, f.peak_activations, f.outputs, &dev, Some(vmem)) {
+            report.per_device_padded.push((chip.id.clone(), pd));
+        }
         report.padded.push((chip.id.clone(), f));
     }
     if flat.values.iter().any(|v| v.role != Role::Virtual && v.shape.is_none()) {
@@ -677,7 +786,15 @@ fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option
     (tiles.len() >= rank).then(|| tiles[..rank].to_vec())
 }
 
-fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDevice> {
+/// Per-device figures of a partitioned module: argument and result shards sized by `size`
+/// (logical or in the chip's layout), intermediates split evenly, less `on_chip` VMEM.
+fn per_device(
+    model: &Model,
+    peak_activations: u64,
+    outputs_all: u64,
+    size: &dyn Fn(&[u64], DType) -> Option<u64>,
+    on_chip: Option<u64>,
+) -> Option<PerDevice> {
     let parts: u64 = model
         .metadata
         .properties
@@ -696,10 +813,10 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
     let g = &model.graph;
     let shard = |key: &str, v: tpuport_model::ValueId| -> u64 {
         let val = g.value(v);
-        let full = val.ty.byte_size().unwrap_or(0);
         let Some(shape) = val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed) else {
-            return full;
+            return val.ty.byte_size().unwrap_or(0);
         };
+        let full = val.ty.dtype.and_then(|d| size(&shape, d)).unwrap_or(0);
         let attr = g
             .attrs
             .iter()
@@ -708,17 +825,16 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
             })
             .and_then(|(_, a)| a.as_str());
         let Some(f) = attr.and_then(|a| split_factors(a, shape.len(), &mesh)) else { return full };
-        let elems =
-            shape.iter().zip(&f).fold(1u64, |a, (d, k)| a.saturating_mul(d.div_ceil((*k).max(1))));
-        val.ty.dtype.and_then(|d| d.storage_bytes(elems)).unwrap_or(full)
+        let dims: Vec<u64> = shape.iter().zip(&f).map(|(d, k)| d.div_ceil((*k).max(1))).collect();
+        val.ty.dtype.and_then(|d| size(&dims, d)).unwrap_or(full)
     };
     let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
     let arguments =
         sum(&mut g.inputs.iter().enumerate().map(|(i, v)| shard(&format!("arg{i}"), *v)));
     let outputs =
         sum(&mut g.outputs.iter().enumerate().map(|(i, v)| shard(&format!("res{i}"), *v)));
-    let out_full = sum(&mut flat.outputs.iter().map(|&o| flat.values[flat.root(o)].bytes));
-    let temps = peak_activations.saturating_sub(out_full).div_ceil(parts);
+    let temps = peak_activations.saturating_sub(outputs_all).div_ceil(parts);
+    let temps = temps.saturating_sub(on_chip.unwrap_or(0));
     Some(PerDevice {
         partitions: parts,
         arguments,
@@ -726,6 +842,42 @@ fn per_device(model: &Model, flat: &Flat, peak_activations: u64) -> Option<PerDe
         temps,
         total: sat_sum(&[arguments, outputs, temps]),
     })
+}
+
+/// Bytes of the graph outputs larger than `above` under `size`, each buffer once.
+fn output_bytes(flat: &Flat, size: &dyn Fn(&FValue) -> u64, above: u64) -> u64 {
+    let mut roots: Vec<usize> = flat.outputs.iter().map(|&o| flat.root(o)).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
+        .into_iter()
+        .filter(|&r| flat.values[r].role == Role::Temp)
+        .map(|r| size(&flat.values[r]))
+        .filter(|&b| b > above)
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The largest intermediate buffer the TPU compiler keeps in VMEM on `chip`. Measured on
+/// libtpu 0.0.52 (`docs/compile.md`): v6e keeps 25.7 MB activations on chip but puts 51.4 MB
+/// ones (ResNet-50's and MobileNetV2's first 112x112 activations, channel-minor) in HBM,
+/// where v5e keeps them on chip; v6e is given 32 MiB, other chips their whole VMEM.
+#[must_use]
+pub fn largest_on_chip_buffer(chip: &Chip) -> u64 {
+    let vmem = on_chip_memory(chip);
+    if chip.id == "v6e" { vmem.min(32 << 20) } else { vmem }
+}
+
+/// On-chip memory (VMEM) of one device of `chip`, bytes: VMEM per TensorCore times the
+/// TensorCores a device has (both on a megacore chip, one on TPU7x); 0 when the catalog has no
+/// figure.
+#[must_use]
+pub fn on_chip_memory(chip: &Chip) -> u64 {
+    let per_tc = chip.vmem_per_tensorcore.unwrap_or(0.0);
+    let tcs = f64::from(chip.tensorcores.unwrap_or(1));
+    let devices = f64::from(chip.devices_per_chip.unwrap_or(1).max(1));
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "bytes")]
+    let b = (per_tc * tcs / devices).max(0.0) as u64;
+    b
 }
 
 /// Saturating sum.

@@ -1,8 +1,9 @@
 //! Padding tests on hand-made shapes whose padded sizes follow from the tiling rules
 //! (`tpu-hardware.md` §9): lanes 128; rows 8 for 32-bit, 8 for 16-bit on v4–v6e and 16 on TPU7x,
 //! 32 for 8-bit; compact 2x128 / 4x128 tiles for second-minor 1–2 / 3–4; MXU 128 (v4–v5p) or 256
-//! (v6e, TPU7x); the LHS in 8-row groups. Checked directly and through the layout and memory
-//! passes on a hand-built graph.
+//! (v6e, TPU7x); the LHS in 8-row groups. Checked directly, and through the layout and memory
+//! passes on a hand-built graph, where arrays take the layouts libtpu picks
+//! (`tpuport_hw::device_layout`, measured).
 #![allow(clippy::unwrap_used)]
 
 use tpuport_analysis::{Optimizer, Workload, cost, layout, memory};
@@ -65,9 +66,10 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     assert_eq!(c.totals.flops, 2 * 8 * 512 * 10 + 80);
     let l = layout::analyze(&m, &c, &[v5e, v6e], &[]);
     let l5 = &l.chips[0];
-    // Weights: [512,10] -> [512,128]; [10] -> [2,128] (compact tile of a [1,10] view).
+    // Weights in the layouts libtpu picks (measured, `tpuport-hw/tests/data`): [512,10] is
+    // stored transposed, {0,1:T(8,128)} = [16,512]; the vector [10] takes one T(128) tile.
     assert_eq!(l5.weights_logical, (512 * 10 + 10) * 4);
-    assert_eq!(l5.weights_padded, (512 * 128 + 2 * 128) * 4);
+    assert_eq!(l5.weights_padded, (16 * 512 + 128) * 4);
     let mm = &l5.worst_matmuls[0];
     assert_eq!(mm.padded, [8, 512, 128]);
     assert!((mm.utilization - 10.0 / 128.0).abs() < 1e-12);
@@ -76,10 +78,15 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     // Every weight and every matmul is listed, not only the worst.
     let names: Vec<&str> = l5.tensors.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["fc.weight", "fc.bias"]);
-    assert_eq!(l5.tensors[1].padded_shape, vec![2, 128]);
+    assert_eq!(l5.tensors[1].padded_shape, vec![128]);
+    assert_eq!(l5.tensors[0].layout, "{0,1:T(8,128)}");
+    assert_eq!(l5.tensors[1].layout, "{0:T(128)}");
     assert_eq!(l5.matmuls.len(), 1);
     assert_eq!(l5.matmuls[0].operand_bytes, [(8 * 512 + 512 * 10) * 4, (8 * 512 + 512 * 128) * 4]);
-    assert_eq!(l5.worst_tensors[0].padded_shape, vec![512, 128]);
+    assert_eq!(l5.worst_tensors[0].padded_shape, vec![16, 512]);
+    // The fix names the dimension the compiler stores second-minor.
+    let fix = l5.worst_tensors[0].fix.as_deref().unwrap_or_default();
+    assert!(fix.contains("dim 1 (10, second-minor) -> multiple of 8"), "{fix}");
     // v6e's 256-wide MXU: n pads to 256, k=512 is already a multiple.
     assert_eq!(l.chips[1].worst_matmuls[0].padded, [8, 512, 256]);
 
@@ -87,8 +94,13 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     let r = memory::analyze(&m, &[v5e], Workload::Train, Optimizer::Adam, 1);
     assert_eq!(r.logical.weights, (512 * 10 + 10) * 4);
     assert_eq!(r.logical.peak_activations, 8 * 10 * 4);
-    assert_eq!(r.padded[0].1.weights, (512 * 128 + 2 * 128) * 4);
-    assert_eq!(r.padded[0].1.peak_activations, 8 * 128 * 4);
+    let p5 = &r.padded[0].1;
+    assert_eq!(p5.weights, (16 * 512 + 128) * 4);
+    assert_eq!(p5.peak_activations, 8 * 128 * 4);
+    // In HBM: weights, the input [8,512] and the output z; nothing beyond VMEM.
+    assert_eq!(p5.outputs, 8 * 128 * 4);
+    assert_eq!(p5.hbm_activations, 8 * 128 * 4);
+    assert_eq!(p5.inference, p5.weights + 8 * 512 * 4 + 8 * 128 * 4);
     // Adam in fp32: weights + grads + 2 moments, logical.
     let fp32 = &r.logical.training[0];
     assert_eq!(fp32.precision, "fp32");
@@ -97,4 +109,44 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     // Adafactor: row + column factors for the matrix, a full vector for the bias.
     let r = memory::analyze(&m, &[], Workload::Train, Optimizer::Adafactor, 1);
     assert_eq!(r.logical.training[0].optimizer_state, (512 + 10 + 10) * 4);
+}
+
+/// x f32[8,2048,1024] (64 MiB) -> Exp -> y -> ReduceSum(axis 2) -> z f32[8,2048,1] and a second
+/// output w = Relu(x) f32[8,2048,1024]; sizes chosen around the VMEM rules of the HBM estimate.
+fn vmem_model() -> Model {
+    let mut m = Model::empty(ModelFormat::Onnx);
+    let mut g = Graph::default();
+    let ty = |s: &[u64]| TensorType::new(DType::F32, Shape::fixed(s));
+    let x = value(&mut g, "x", ty(&[8, 2048, 1024]), ValueKind::Input);
+    let y = value(&mut g, "y", ty(&[8, 2048, 1024]), ValueKind::Intermediate);
+    let z = value(&mut g, "z", ty(&[8, 2048, 1]), ValueKind::Intermediate);
+    let w = value(&mut g, "w", ty(&[8, 2048, 1024]), ValueKind::Intermediate);
+    g.inputs = vec![x];
+    g.outputs = vec![z, w];
+    g.add_node(node("e", "Exp", vec![Some(x)], y));
+    g.add_node(node("s", "ReduceSum", vec![Some(y)], z));
+    g.add_node(node("r", "Relu", vec![Some(x)], w));
+    m.graph = g;
+    m
+}
+
+/// The HBM estimate's VMEM rules: an intermediate beyond what the chip keeps on chip (v6e:
+/// 32 MiB; v5e: its 128 MiB VMEM) is in HBM; outputs are in HBM; none here exceeds VMEM, so
+/// none counts twice.
+#[test]
+fn hbm_activations_follow_the_vmem_rules() {
+    let cat = Catalog::builtin();
+    let (v5e, v6e) = (cat.chip("v5e").unwrap(), cat.chip("v6e").unwrap());
+    assert_eq!(memory::on_chip_memory(v5e), 128 << 20);
+    assert_eq!(memory::largest_on_chip_buffer(v6e), 32 << 20);
+    let r = memory::analyze(&vmem_model(), &[v5e, v6e], Workload::Infer, Optimizer::Adam, 0);
+    let big: u64 = 8 * 2048 * 1024 * 4;
+    // z: [8,2048,1] stored transposed with a 1-row tile: [1, 8, 2048] -> 8 x 2048 x 4 bytes.
+    let z: u64 = 8 * 2048 * 4;
+    for (chip, f) in &r.padded {
+        assert_eq!(f.outputs, big + z, "{chip}");
+        let in_hbm = if chip == "v6e" { big } else { 0 };
+        assert_eq!(f.hbm_activations, big + z + in_hbm, "{chip}: y in HBM only on v6e");
+        assert_eq!(f.inference, f.inputs + f.weights + f.hbm_activations, "{chip}");
+    }
 }

@@ -12,7 +12,9 @@
 //! - [`XlaLayout`]: a layout as the TPU compiler reports it (`{1,0:T(8,128)}`) and the bytes
 //!   an array takes under it.
 //! - [`tiling`]: XLA/TPU layout padding ((8,128) tiles, per-dtype row tiles per generation,
-//!   compact small tiles, MXU 128 vs 256) and MXU utilization of a padded matmul.
+//!   compact small tiles, MXU 128 vs 256) and MXU utilization of a padded matmul;
+//!   [`device_layout`]: the layout the TPU compiler picks for an array (least padded dimension
+//!   order, small row tiles, vector tiles), as measured on libtpu.
 //!
 //! ```
 //! use tpuport_hw::{Catalog, padded_bytes};
@@ -59,6 +61,7 @@ pub use docs::{catalog_markdown, format_bandwidth, format_bytes, format_tera};
 pub use error::HwError;
 pub use slice::{Slice, dims_name, parse_dims};
 pub use tiling::{
-    MatmulPadding, Padded, Placement, matmul_utilization, padded_bytes, padded_shape,
+    DeviceLayout, MatmulPadding, Padded, Placement, device_bytes, device_bytes_in_order,
+    device_layout, matmul_utilization, padded_bytes, padded_shape,
 };
 pub use xla_layout::XlaLayout;

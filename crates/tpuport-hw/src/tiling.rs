@@ -227,3 +227,154 @@ pub fn matmul_utilization(m: u64, k: u64, n: u64, chip: &Chip) -> Result<MatmulP
     };
     Ok(MatmulPadding { logical: [m, k, n], padded, mxu_size: mxu, utilization })
 }
+
+/// An array as the TPU compiler lays it out in HBM when it picks the layout itself (entry
+/// parameters, and intermediates through layout assignment): the dimension order that pads
+/// least, a row tile fitted to a small second-minor dimension, special tiles for vectors.
+///
+/// Rules, measured on libtpu 0.0.52 for v5e and v6e (`tests/data/libtpu_layouts.json`,
+/// `docs/compile.md`):
+/// - **Dimension order**: any two dimensions become the tiled (second-minor, minor) pair, the
+///   others stay major in their logical order; the compiler takes the least padded choice, so
+///   a conv kernel is unpadded in OIHW and HWIO alike (f32[512,512,3,3] → `{1,0,3,2:T(8,128)}`)
+///   and f32[1000,3] is stored transposed.
+/// - **Row tile** for a second-minor extent `s`: 1 when `s` is 1 (`T(1,128)`: f32[1,784],
+///   f32[2048,1024,1,1]), 2 when `s` is 2, 4 when `s` is 3–4 (`T(4,128)`), else the chip's row
+///   tile: 8 for 32-bit and 8-bit types (int8 uses a `(4,1)` sub-tile, not 32 rows), the chip's
+///   16-bit row tile for 16-bit types (`T(8,128)(2,1)` on v5e/v6e).
+/// - **Vectors and scalars**: one tile of the next power of two elements, at least 512 bytes'
+///   worth (`T(128)` for f32[10], `T(512)` for int8[3] and f32[512], `T(1024)` for f32[768]);
+///   longer vectors pad to a multiple of 1024 elements.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceLayout {
+    /// Dimension numbers minor to major, as XLA writes a layout.
+    pub minor_to_major: Vec<usize>,
+    /// The first tile: `[rows, lanes]`, or `[lanes]` for a vector or scalar.
+    pub tile: Vec<u64>,
+    /// The array in physical (major-to-minor) order after padding.
+    pub padded_physical: Vec<u64>,
+    /// Bytes of the logical shape at TPU element size.
+    pub logical_bytes: u64,
+    /// Bytes in this layout.
+    pub bytes: u64,
+}
+
+impl DeviceLayout {
+    /// XLA's notation of the layout (`{1,0,3,2:T(8,128)}`), without sub-tiles.
+    #[must_use]
+    pub fn notation(&self) -> String {
+        let dims: Vec<String> = self.minor_to_major.iter().map(usize::to_string).collect();
+        let tile: Vec<String> = self.tile.iter().map(u64::to_string).collect();
+        format!("{{{}:T({})}}", dims.join(","), tile.join(","))
+    }
+}
+
+/// The layout the TPU compiler gives `shape` of `dtype` on `chip` (rules on [`DeviceLayout`]).
+///
+/// # Errors
+/// No tiling rules, a dtype without a TPU layout, or a size that overflows 64 bits.
+pub fn device_layout(shape: &[u64], dtype: DType, chip: &Chip) -> Result<DeviceLayout, HwError> {
+    let t = tiling_of(chip)?;
+    let bits = element_bits(dtype)?;
+    let overflow = || HwError::Overflow { shape: shape.to_vec() };
+    let bytes = |dims: &[u64]| -> Result<u64, HwError> {
+        let elements =
+            dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(overflow)?;
+        elements.checked_mul(u64::from(bits)).map(|b| b.div_ceil(8)).ok_or_else(overflow)
+    };
+    let logical_bytes = bytes(shape)?;
+    let round = |x: u64, m: u64| x.div_ceil(m).checked_mul(m).ok_or_else(overflow);
+    if shape.len() < 2 {
+        let n = shape.first().copied().unwrap_or(1);
+        let small = 4096 / u64::from(bits.max(1));
+        let lanes = n.max(1).next_power_of_two().clamp(small, small.max(1024));
+        let padded = round(n.max(1), lanes)?;
+        return Ok(DeviceLayout {
+            minor_to_major: (0..shape.len()).collect(),
+            tile: vec![lanes],
+            padded_physical: vec![padded],
+            logical_bytes,
+            bytes: bytes(&[padded])?,
+        });
+    }
+    let lanes = u64::from(t.lanes);
+    let full_rows = u64::from(if bits == 16 { t.rows_16bit } else { t.rows_32bit });
+    let rows_for = |s: u64| match s {
+        0 | 1 => 1,
+        2 => 2.min(full_rows),
+        3 | 4 => 4.min(full_rows),
+        _ => full_rows,
+    };
+    let r = shape.len();
+    // Candidates in order of preference: the logical order first, then every other pair; a
+    // later one replaces the best only when it pads strictly less.
+    let mut pairs = vec![(r - 2, r - 1)];
+    for j in (0..r).rev() {
+        for i in (0..r).rev() {
+            if i != j && (i, j) != (r - 2, r - 1) {
+                pairs.push((i, j));
+            }
+        }
+    }
+    let mut best: Option<DeviceLayout> = None;
+    for (i, j) in pairs {
+        let mut physical: Vec<u64> = Vec::with_capacity(r);
+        let mut order: Vec<usize> = (0..r).filter(|&k| k != i && k != j).collect();
+        order.extend([i, j]);
+        for &k in &order {
+            physical.push(shape[k]);
+        }
+        let rows = rows_for(shape[i]);
+        physical[r - 2] = round(shape[i], rows)?;
+        physical[r - 1] = round(shape[j], lanes)?;
+        let b = bytes(&physical)?;
+        if best.as_ref().is_none_or(|x| b < x.bytes) {
+            best = Some(DeviceLayout {
+                minor_to_major: order.iter().rev().copied().collect(),
+                tile: vec![rows, lanes],
+                padded_physical: physical,
+                logical_bytes,
+                bytes: b,
+            });
+        }
+    }
+    best.ok_or_else(overflow)
+}
+
+/// Bytes of an array already in physical (major-to-minor) order `physical`, tiled by the rules
+/// of [`device_layout`] without reordering: the layout of a convolution activation, whose
+/// feature dimension the compiler keeps minor (`[N, H, W, C]` for an ONNX `[N, C, H, W]`).
+///
+/// # Errors
+/// As [`device_layout`].
+pub fn device_bytes_in_order(physical: &[u64], dtype: DType, chip: &Chip) -> Result<u64, HwError> {
+    if physical.len() < 2 {
+        return device_bytes(physical, dtype, chip);
+    }
+    let t = tiling_of(chip)?;
+    let bits = element_bits(dtype)?;
+    let overflow = || HwError::Overflow { shape: physical.to_vec() };
+    let full_rows = u64::from(if bits == 16 { t.rows_16bit } else { t.rows_32bit });
+    let r = physical.len();
+    let s = physical[r - 2];
+    let rows = match s {
+        0 | 1 => 1,
+        2 => 2.min(full_rows),
+        3 | 4 => 4.min(full_rows),
+        _ => full_rows,
+    };
+    let mut dims = physical.to_vec();
+    dims[r - 2] = s.div_ceil(rows).checked_mul(rows).ok_or_else(overflow)?;
+    let lanes = u64::from(t.lanes);
+    dims[r - 1] = dims[r - 1].div_ceil(lanes).checked_mul(lanes).ok_or_else(overflow)?;
+    let elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(overflow)?;
+    elements.checked_mul(u64::from(bits)).map(|b| b.div_ceil(8)).ok_or_else(overflow)
+}
+
+/// Bytes of [`device_layout`].
+///
+/// # Errors
+/// As [`device_layout`].
+pub fn device_bytes(shape: &[u64], dtype: DType, chip: &Chip) -> Result<u64, HwError> {
+    device_layout(shape, dtype, chip).map(|l| l.bytes)
+}

@@ -74,11 +74,10 @@ impl XlaLayout {
         Ok(XlaLayout { minor_to_major, tiles })
     }
 
-    /// Bytes an array of `dims` and `dtype` takes in this layout; `None` when the layout does
-    /// not match the rank or the dtype has no fixed width.
+    /// The array of `dims` in this layout's physical (major-to-minor) order, its trailing
+    /// dimensions padded to the first tile; `None` when the layout does not match the rank.
     #[must_use]
-    pub fn device_bytes(&self, dims: &[u64], dtype: DType) -> Option<u64> {
-        let bits = u64::from(dtype.bits()?);
+    pub fn padded_dims(&self, dims: &[u64]) -> Option<Vec<u64>> {
         if self.minor_to_major.len() != dims.len() {
             return None;
         }
@@ -96,6 +95,15 @@ impl XlaLayout {
                 physical[i] = physical[i].checked_next_multiple_of(t)?;
             }
         }
+        Some(physical)
+    }
+
+    /// Bytes an array of `dims` and `dtype` takes in this layout; `None` when the layout does
+    /// not match the rank or the dtype has no fixed width.
+    #[must_use]
+    pub fn device_bytes(&self, dims: &[u64], dtype: DType) -> Option<u64> {
+        let bits = u64::from(dtype.bits()?);
+        let physical = self.padded_dims(dims)?;
         let elements = physical.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
         elements.checked_mul(bits).map(|b| b.div_ceil(8))
     }

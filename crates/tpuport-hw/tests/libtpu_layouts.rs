@@ -58,3 +58,29 @@ fn measured_padding_facts() {
         assert!(ratio(chip, "f32", &[50257, 768]) < 1.001);
     }
 }
+
+/// The layout model the audit uses (`tiling::device_layout`: least padded dimension order,
+/// small row tiles, vector tiles) predicts libtpu's argument bytes for every measured shape,
+/// on both chips.
+#[test]
+fn device_layout_predicts_the_compilers_bytes() {
+    let catalog = tpuport_hw::Catalog::builtin();
+    let text = include_str!("data/libtpu_layouts.json");
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let mut checked = 0;
+    for r in v["rows"].as_array().unwrap() {
+        let chip = catalog.chip(r["chip"].as_str().unwrap()).unwrap();
+        let dtype = DType::from_name(r["dtype"].as_str().unwrap()).unwrap();
+        let shape: Vec<u64> =
+            r["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+        let want = r["argument_bytes"].as_u64().unwrap();
+        let got = tpuport_hw::device_layout(&shape, dtype, chip).unwrap();
+        assert_eq!(got.bytes, want, "{r}: predicted {}", got.notation());
+        // The predicted layout takes the same bytes as the compiler's own under the layout
+        // arithmetic of `XlaLayout`.
+        let ours = XlaLayout::parse(&got.notation()).unwrap();
+        assert_eq!(ours.device_bytes(&shape, dtype), Some(want), "{r}");
+        checked += 1;
+    }
+    assert!(checked >= 80, "{checked} rows");
+}

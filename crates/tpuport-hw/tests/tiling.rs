@@ -124,3 +124,16 @@ fn errors() {
     assert!(matches!(err, HwError::Overflow { .. }), "{err}");
     assert!(tiling::element_bits(DType::String).is_err());
 }
+
+/// A channels-first activation laid out feature-minor, as libtpu's buffer assignment for
+/// ResNet-50 on v6e shows it: f32[8,64,112,112] as [8,112,112,64→128], 49 MiB.
+#[test]
+fn conv_activation_in_feature_minor_order() {
+    let cat = Catalog::builtin();
+    let v6e = cat.chip("v6e").unwrap();
+    let b = tpuport_hw::device_bytes_in_order(&[8, 112, 112, 64], DType::F32, v6e).unwrap();
+    assert_eq!(b, 49 << 20);
+    // The least padded order would put 112 minor: 8 x 64 x 112 x 128 x 4 bytes.
+    let best = tpuport_hw::device_bytes(&[8, 64, 112, 112], DType::F32, v6e).unwrap();
+    assert_eq!(best, 8 * 64 * 112 * 128 * 4);
+}

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use tpuport_analysis::audit::{AuditReport, Level};
+use tpuport_analysis::compiler_check::CompilerCheck;
 
 use crate::human::{bytes, duration, percent, si};
 use crate::style::{Paint, Style};
@@ -135,6 +136,9 @@ fn summary(o: &mut String, r: &AuditReport) {
             };
             let _ = writeln!(o, "  {sl}: {verdict}");
         }
+        if let Some(c) = &r.compiler {
+            let _ = writeln!(o, "  {}", compiler_line(c));
+        }
         let _ = writeln!(o, "  fits on {fits} ({chip})");
         if let (Some(s), Some(sps)) = (r.summary.step_s, r.summary.samples_per_s) {
             let _ = writeln!(
@@ -236,6 +240,20 @@ fn memory(o: &mut String, r: &AuditReport, paint: Paint) {
         bytes(l.peak_activations),
         shorten(&r.memory.peak_at, 40)
     );
+    let head = r.summary.chip.as_ref();
+    if let Some((chip, f)) = r.memory.padded.iter().find(|(c, _)| Some(c) == head) {
+        let _ = writeln!(
+            o,
+            "  HBM on one {chip} chip: {} = weights {} + inputs {} + activations {} (outputs, and what on-chip VMEM cannot hold; in the layouts the compiler picks)",
+            bytes(f.inference),
+            bytes(f.weights),
+            bytes(f.inputs),
+            bytes(f.hbm_activations)
+        );
+    }
+    if let Some(c) = &r.compiler {
+        let _ = writeln!(o, "  {}", compiler_line(c));
+    }
     if let Some(d) = &r.memory.per_device {
         let _ = writeln!(
             o,
@@ -292,6 +310,33 @@ fn memory(o: &mut String, r: &AuditReport, paint: Paint) {
     o.push_str(&tab.render());
 }
 
+/// The compiler's verdict and figure next to the estimate, one line.
+fn compiler_line(c: &CompilerCheck) -> String {
+    let code = c.generated_code.map(|b| format!(" + {} code", bytes(b))).unwrap_or_default();
+    let verdict = if c.compiler_fits {
+        "fits".to_owned()
+    } else {
+        format!("DOES NOT FIT ({} available)", bytes(c.hbm_limit))
+    };
+    let agree = if c.estimate_fits == c.compiler_fits {
+        "the estimate agrees".to_owned()
+    } else if c.estimate_fits {
+        "the estimate said it fits".to_owned()
+    } else {
+        "the estimate said it does not fit".to_owned()
+    };
+    format!(
+        "TPU compiler ({}, {} on {} device{}): {verdict}, {} per device in HBM{code}; estimate {} ({:+.1} %); {agree}",
+        c.compiler,
+        c.target,
+        c.devices,
+        if c.devices == 1 { "" } else { "s" },
+        bytes(c.compiler_bytes),
+        bytes(c.estimate_bytes),
+        c.difference_pct
+    )
+}
+
 fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
     let numbers = ["MXU", "weights", "padded", "matmul operands", "padded", "MXU util"];
     let mut tab =
@@ -308,6 +353,31 @@ fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
         ]);
     }
     o.push_str(&tab.render());
+    if let Some(k) = &r.compiler {
+        let _ = writeln!(
+            o,
+            "  layouts checked against the TPU compiler: {} of {} weights confirmed{}",
+            k.layouts_confirmed,
+            k.layouts_checked,
+            if k.restated.is_empty() {
+                String::new()
+            } else {
+                "; restated with the compiler's layout:".to_owned()
+            }
+        );
+        for x in k.restated.iter().take(5) {
+            let _ = writeln!(
+                o,
+                "    {} {:?}: estimate {} {}, compiler {} {}",
+                shorten(&x.name, 40),
+                x.shape,
+                x.estimate_layout,
+                bytes(x.estimate_bytes),
+                x.compiler_layout,
+                bytes(x.compiler_bytes)
+            );
+        }
+    }
     let head = r.summary.chip.as_ref().and_then(|h| r.layout.chips.iter().find(|c| &c.chip == h));
     let Some(c) = head else { return };
     if !c.worst_matmuls.is_empty() {
@@ -330,11 +400,12 @@ fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
         for t in c.worst_tensors.iter().take(5) {
             let _ = writeln!(
                 o,
-                "    {} {}{:?} -> {:?}: {} -> {}",
+                "    {} {}{:?} as {}{}: {} -> {}",
                 shorten(&t.name, 40),
                 t.dtype.name(),
                 t.shape,
-                t.padded_shape,
+                t.layout,
+                if t.layout_source == "compiler" { " (compiler)" } else { "" },
                 bytes(t.logical_bytes),
                 bytes(t.padded_bytes)
             );
@@ -383,6 +454,7 @@ fn roofline(o: &mut String, r: &AuditReport, paint: Paint) {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use tpuport_analysis::audit::{self, AuditOptions};
+    use tpuport_analysis::compiler_check::{CompiledTensor, CompilerFacts, CompilerInput};
     use tpuport_analysis::{Optimizer, Workload};
     use tpuport_formats::ImportOptions;
 
@@ -390,6 +462,14 @@ mod tests {
     use crate::style::strip_ansi;
 
     fn report(workload: Workload) -> AuditReport {
+        report_with(workload, None, CompilerInput::NotAsked)
+    }
+
+    fn report_with(
+        workload: Workload,
+        slice: Option<&str>,
+        compiler: CompilerInput,
+    ) -> AuditReport {
         let path = tpuport_testkit::repo_root().join("crates/tpuport/tests/data/audit_small.mlir");
         let model = tpuport_formats::open(&path, &ImportOptions::default()).unwrap();
         let catalog = tpuport_hw::Catalog::builtin();
@@ -397,12 +477,67 @@ mod tests {
             workload,
             optimizer: Optimizer::AdamW,
             batch: None,
-            slice: None,
+            slice: slice.map(|s| catalog.slice(s).unwrap()),
             onnx_lowering: None,
             roles: None,
+            compiler,
         };
         let found = audit::findings(&model, &opts);
         audit::audit("tests/data/audit_small.mlir", &model, &catalog, &opts, found)
+    }
+
+    /// A compiler answer for the small module: it refuses for lack of HBM, and lays the first
+    /// weight out with twice the bytes the estimate predicts.
+    #[test]
+    fn compiler_check_is_rendered_and_restates_a_contradicted_layout() {
+        let plain = report_with(Workload::Infer, Some("v5e-8"), CompilerInput::NotAsked);
+        let first = plain.layout.chips[0].tensors[0].clone();
+        let facts = CompilerFacts {
+            compiler: "libtpu 0.0.52".into(),
+            target: "v5e-8".into(),
+            chip: "v5e".into(),
+            devices: 1,
+            compile_ms: 10.0,
+            fits: false,
+            hbm_bytes: 20 << 30,
+            generated_code: None,
+            hbm_limit: Some(16_911_433_728),
+            message: Some("RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom".into()),
+            parameters: vec![CompiledTensor {
+                name: first.name.trim_start_matches('%').to_owned(),
+                shard: Some(first.shape.clone()),
+                layout: Some(format!("{{{}:T(8,128)}}", {
+                    let r: Vec<String> =
+                        (0..first.shape.len()).rev().map(|d| d.to_string()).collect();
+                    r.join(",")
+                })),
+                device_bytes: Some(first.padded_bytes * 2),
+            }],
+        };
+        let r = report_with(Workload::Infer, Some("v5e-8"), CompilerInput::Answered(facts));
+        let c = r.compiler.as_ref().unwrap();
+        assert!(!c.compiler_fits && c.estimate_fits);
+        assert_eq!((c.layouts_checked, c.layouts_confirmed, c.restated.len()), (1, 0, 1));
+        let t = &r.layout.chips[0].tensors[0];
+        assert_eq!((t.layout_source, t.padded_bytes), ("compiler", first.padded_bytes * 2));
+        assert_eq!(r.summary.top_fixes[0].source, "compiler");
+        let text = render_text(&r, Paint::PLAIN);
+        assert!(
+            text.contains("TPU compiler (libtpu 0.0.52, v5e-8 on 1 device): DOES NOT FIT"),
+            "{text}"
+        );
+        assert!(text.contains("the estimate said it fits"), "{text}");
+        assert!(text.contains("0 of 1 weights confirmed; restated"), "{text}");
+        // Without libtpu: one note, the estimate only.
+        let r = report_with(
+            Workload::Infer,
+            Some("v5e-8"),
+            CompilerInput::Unavailable("libtpu not found".into()),
+        );
+        assert!(r.compiler.is_none());
+        let notes: Vec<&String> = r.notes.iter().filter(|n| n.starts_with("not checked")).collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("libtpu not found"));
     }
 
     #[test]

@@ -1,162 +1,15 @@
-//! `tpuport compile`'s report (JSON schema `tpuport.compile/1`) and its text rendering.
+//! `tpuport compile`'s report (JSON schema `tpuport.compile/1`) as text.
 //!
-//! The binary fills a [`CompileReport`] from libtpu's answers; this module only shapes them
-//! for reading: summary first (target, outcome, per-chip memory and fit), then cost, then the
-//! parameters and outputs with the layout and sharding the compiler chose.
+//! [`tpuport_validate::compile`] fills a [`CompileReport`] from libtpu's answers; this module
+//! only shapes them for reading: summary first (target, outcome, per-chip memory and fit), then
+//! cost, then the parameters and outputs with the layout and sharding the compiler chose.
 
-use serde::Serialize;
+pub use tpuport_validate::compile::{
+    CompileReport, CompilerInfo, Cost, Operand, Outcome, PerDevice, SCHEMA, Saved,
+};
 
 use crate::human::{bytes, si, thousands};
 use crate::{Align, Table};
-
-/// JSON schema tag of [`CompileReport`].
-pub const SCHEMA: &str = "tpuport.compile/1";
-
-/// Everything `tpuport compile` learnt from the TPU compiler.
-#[derive(Clone, Debug, Serialize)]
-pub struct CompileReport {
-    /// [`SCHEMA`].
-    pub schema: &'static str,
-    /// The model file as given.
-    pub model: String,
-    /// SHA-256 of the model file, hex.
-    pub model_sha256: String,
-    /// How the program was obtained: `stablehlo` or `onnx (lowered by tpuport)`.
-    pub source: String,
-    /// The slice named with `--target` (`v5e-8`).
-    pub target: String,
-    /// libtpu's topology name (`v5e:2x4`).
-    pub topology: String,
-    /// Chip (`TPU v5e`).
-    pub chip: String,
-    /// Device kind libtpu reports (`TPU v5 lite`).
-    pub device_kind: String,
-    /// Devices in the slice.
-    pub slice_devices: u32,
-    /// Devices the program runs on (its partition count; 1 when unsharded).
-    pub program_devices: u32,
-    /// The compiler.
-    pub compiler: CompilerInfo,
-    /// Wall time of loading and initialising libtpu and describing the topology, milliseconds.
-    pub setup_ms: f64,
-    /// Wall time of `PJRT_Compile`, milliseconds.
-    pub compile_ms: f64,
-    /// `compiled`, or `out_of_memory` when the compiler refused for lack of HBM.
-    pub outcome: Outcome,
-    /// Memory per device (every device of an SPMD program holds the same amounts).
-    pub per_device: PerDevice,
-    /// The compiler's message when it refused.
-    pub compiler_message: Option<String>,
-    /// Cost analysis per device, where the compile succeeded.
-    pub cost: Option<Cost>,
-    /// Program parameters, in order.
-    pub parameters: Vec<Operand>,
-    /// Program outputs, in order.
-    pub outputs: Vec<Operand>,
-    /// Where `--save` wrote the executable.
-    pub saved: Option<Saved>,
-}
-
-/// libtpu as loaded.
-#[derive(Clone, Debug, Serialize)]
-pub struct CompilerInfo {
-    /// Library path.
-    pub path: String,
-    /// libtpu's package version (`0.0.52`), from its wheel's metadata or install folder.
-    pub version: Option<String>,
-    /// libtpu's platform version string, on one line (build date and change number).
-    pub build: String,
-    /// PJRT C API version of the plugin (`0.117`).
-    pub pjrt_api: String,
-}
-
-/// How the compile ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// An executable was produced.
-    Compiled,
-    /// The compiler refused: the program needs more HBM than a device has.
-    OutOfMemory,
-}
-
-/// Bytes one device needs, from `PJRT_Executable_GetCompiledMemoryStats` (or, when the
-/// compiler refused for lack of memory, the figures its message gives).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PerDevice {
-    /// Parameters.
-    pub arguments: Option<u64>,
-    /// Outputs.
-    pub outputs: Option<u64>,
-    /// Temporaries.
-    pub temporaries: Option<u64>,
-    /// Generated code.
-    pub generated_code: Option<u64>,
-    /// Output bytes that reuse parameter buffers.
-    pub aliased: Option<u64>,
-    /// The compiler's peak of live buffers (parameters, outputs, temporaries; no code), 0 or
-    /// absent when it gives none.
-    pub peak: Option<u64>,
-    /// What a device needs: the larger of `peak` and arguments + outputs - aliased +
-    /// temporaries, plus generated code; on an out-of-memory refusal, the total the compiler's
-    /// message names.
-    pub total: Option<u64>,
-    /// HBM the compiler said is available (only known from an out-of-memory message).
-    pub compiler_hbm_limit: Option<u64>,
-    /// Nominal HBM of one device (chip catalog).
-    pub hbm: Option<u64>,
-    /// tpuport's planning budget for one device (chip catalog: usable HBM, else 97 %).
-    pub hbm_budget: Option<u64>,
-    /// Whether the program fits: the compiler accepted it.
-    pub fits: bool,
-}
-
-/// The compiler's cost analysis (per device).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Cost {
-    /// Floating-point operations.
-    pub flops: Option<f64>,
-    /// HBM bytes read and written.
-    pub bytes_accessed: Option<f64>,
-    /// Transcendental operations.
-    pub transcendentals: Option<f64>,
-    /// The compiler's estimate of the best achievable time, seconds.
-    pub optimal_seconds: Option<f64>,
-}
-
-/// One parameter or output as compiled.
-#[derive(Clone, Debug, Serialize)]
-pub struct Operand {
-    /// Position.
-    pub index: usize,
-    /// Name (the module's argument name, the ONNX input or weight name, or `result`).
-    pub name: String,
-    /// Logical type (`f32[512,512,3,3]`), when known.
-    pub ty: Option<String>,
-    /// Shape of one device's shard, when known.
-    pub shard: Option<Vec<u64>>,
-    /// Layout the compiler chose (`{1,0:T(8,128)}`).
-    pub layout: Option<String>,
-    /// Bytes one device stores under that layout, when computable.
-    pub device_bytes: Option<u64>,
-    /// Bytes of the shard without padding.
-    pub logical_bytes: Option<u64>,
-    /// Sharding the compiler chose (`{devices=[8,1]<=[8]}`), for multi-device programs.
-    pub sharding: Option<String>,
-}
-
-/// Files written by `--save`.
-#[derive(Clone, Debug, Serialize)]
-pub struct Saved {
-    /// The serialized executable.
-    pub executable: String,
-    /// Its manifest.
-    pub manifest: String,
-    /// Size of the executable, bytes.
-    pub bytes: u64,
-    /// SHA-256 of the executable, hex.
-    pub sha256: String,
-}
 
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "display only")]
 fn count(x: f64) -> String {
@@ -209,8 +62,8 @@ pub fn render_text(r: &CompileReport) -> String {
     row("aliased", d.aliased.filter(|&a| a > 0));
     row("temporaries", d.temporaries);
     row("generated code", d.generated_code);
-    row("peak live buffers", d.peak.filter(|&p| p > 0));
-    row("total (peak + code)", d.total);
+    row("peak live buffers (HBM + VMEM)", d.peak.filter(|&p| p > 0));
+    row("HBM total (buffers + code)", d.total);
     row("HBM available (compiler)", d.compiler_hbm_limit);
     row("HBM per device", d.hbm);
     s.push_str(&t.render());
@@ -299,4 +152,90 @@ pub fn render_text(r: &CompileReport) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CompileReport {
+        let op = |index: usize, name: &str, ty: &str, layout: &str, dev: u64, log: u64| Operand {
+            index,
+            name: name.into(),
+            ty: Some(ty.into()),
+            shard: None,
+            layout: Some(layout.into()),
+            device_bytes: Some(dev),
+            logical_bytes: Some(log),
+            sharding: None,
+        };
+        CompileReport {
+            schema: SCHEMA,
+            model: "conv.mlir".into(),
+            model_sha256: "00".into(),
+            source: "stablehlo".into(),
+            target: "v5e-8".into(),
+            topology: "v5e:2x4".into(),
+            chip: "TPU v5e".into(),
+            device_kind: "TPU v5 lite".into(),
+            slice_devices: 8,
+            program_devices: 1,
+            compiler: CompilerInfo {
+                path: "libtpu.so".into(),
+                version: Some("0.0.52".into()),
+                build: "TFRT TPU v5 lite".into(),
+                pjrt_api: "0.117".into(),
+            },
+            setup_ms: 150.0,
+            compile_ms: 812.0,
+            outcome: Outcome::Compiled,
+            per_device: PerDevice {
+                arguments: Some(9_453_568),
+                outputs: Some(9_454_080),
+                aliased: Some(0),
+                temporaries: Some(0),
+                generated_code: Some(1_154_048),
+                peak: Some(18_907_648),
+                total: Some(20_061_696),
+                compiler_hbm_limit: None,
+                hbm: Some(17_179_869_184),
+                hbm_budget: Some(16_664_473_108),
+                fits: true,
+            },
+            compiler_message: None,
+            cost: Some(Cost {
+                flops: Some(2_362_296.0),
+                bytes_accessed: Some(18_907_648.0),
+                transcendentals: None,
+                optimal_seconds: Some(2.4e-5),
+            }),
+            parameters: vec![
+                op(0, "a", "f32[512,512,3,3]", "{1,0,3,2:T(8,128)}", 9_437_184, 9_437_184),
+                op(1, "b", "f32[1000,3]", "{0,1:T(4,128)}", 16_384, 12_000),
+            ],
+            outputs: vec![op(0, "result0", "f32[1000,3]", "{0,1:T(8,128)}", 32_768, 12_000)],
+            saved: None,
+        }
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        insta::assert_snapshot!(render_text(&sample()));
+    }
+
+    #[test]
+    fn out_of_memory_text_report_snapshot() {
+        let mut r = sample();
+        r.outcome = Outcome::OutOfMemory;
+        r.per_device = PerDevice {
+            total: Some(20_218_962_739),
+            compiler_hbm_limit: Some(16_911_433_728),
+            hbm: Some(17_179_869_184),
+            ..PerDevice::default()
+        };
+        r.cost = None;
+        r.compiler_message =
+            Some("RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM".into());
+        insta::assert_snapshot!(render_text(&r));
+    }
 }

@@ -5,6 +5,8 @@
 //! - [`module`]: what runs (a StableHLO module with its signature and shardings, or a bucket
 //!   of a `tpuport lower` folder with its weights) and the runtime that runs it.
 //! - [`run`]: one execution, outputs written as `.npy`.
+//! - [`compile`]: the real TPU compiler (libtpu) for a slice without a TPU: per-device memory,
+//!   cost, layouts and shardings, or the compiler's refusal; `--save` with a manifest.
 //! - [`bench`]: compile times, latency percentiles, throughput, achieved FLOP/s, memory.
 //! - [`validate`]: numerics parity against a reference (files, the same model in f32,
 //!   onnxruntime), TPU matmul-precision emulation, first divergent op.
@@ -15,6 +17,7 @@
 //! Nothing here prints: progress and warnings go to an [`Observer`].
 
 pub mod bench;
+pub mod compile;
 pub mod conformance;
 pub mod module;
 pub mod run;

@@ -63,7 +63,13 @@ impl Command {
     /// Whether the verb starts libtpu without a TPU attached (ahead-of-time compilation), so
     /// `main` prepares libtpu's offline environment before any thread exists.
     pub(crate) fn compiles_for_tpu_offline(&self) -> bool {
-        matches!(self, Command::Compile(_))
+        match self {
+            Command::Compile(_) => true,
+            Command::Audit(a) => {
+                a.slice.is_some() && a.compiler != commands::audit::CompilerArg::None
+            }
+            _ => false,
+        }
     }
 }
 

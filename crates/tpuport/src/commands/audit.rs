@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use tpuport_analysis::audit::{self, AuditOptions, Level};
+use tpuport_analysis::compiler_check::CompilerInput;
 use tpuport_analysis::{Optimizer, Workload};
+use tpuport_validate::compile::{self, CompilerMode, Request};
 
 use crate::cli::GlobalArgs;
 use crate::commands::{ImportArgs, RoleArgs, Status};
@@ -50,6 +52,24 @@ pub(crate) struct AuditArgs {
     /// A TOML file that overrides or extends the built-in chip catalog (prices, HBM).
     #[arg(long)]
     pub(crate) catalog: Option<PathBuf>,
+    /// With --slice: check the estimate against the TPU compiler (libtpu) compiling the model
+    /// for the slice. `auto` uses libtpu when it is found.
+    #[arg(long, value_enum, default_value_t = CompilerArg::Auto)]
+    pub(crate) compiler: CompilerArg,
+    /// libtpu library for --compiler (default: as `tpuport compile` finds it).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) plugin: Option<PathBuf>,
+}
+
+/// `--compiler`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CompilerArg {
+    /// libtpu when found, else a note and the estimate only.
+    Auto,
+    /// libtpu; an error when it is missing or rejects the program.
+    Libtpu,
+    /// The estimate only.
+    None,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -120,6 +140,22 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             symbols.join(", ")
         ));
     }
+    let compiler = match (&a.slice, a.compiler) {
+        (None, CompilerArg::Libtpu) => anyhow::bail!("--compiler libtpu needs --slice"),
+        (None, _) | (_, CompilerArg::None) => CompilerInput::NotAsked,
+        (Some(target), mode) => {
+            let req = Request {
+                model: a.model.clone(),
+                target: target.clone(),
+                import: a.import.options(),
+                plugin: a.plugin.clone(),
+                ..Request::default()
+            };
+            let mode =
+                if mode == CompilerArg::Libtpu { CompilerMode::Libtpu } else { CompilerMode::Auto };
+            compile::for_audit(&req, mode, &catalog, p)?
+        }
+    };
     let aopts = AuditOptions {
         workload: a.workload,
         optimizer: a.optimizer,
@@ -127,6 +163,7 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         slice,
         onnx_lowering: Some(lowerable),
         roles: Some(a.roles.roles(&a.model, model)?),
+        compiler,
     };
     let found = audit::findings(model, &aopts);
     let report = audit::audit(&a.model.display().to_string(), model, &catalog, &aopts, found);

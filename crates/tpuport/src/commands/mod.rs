@@ -186,14 +186,19 @@ pub(crate) struct Imported {
 }
 
 impl ImportArgs {
-    /// Reads `path` with the bound dimensions.
-    pub(crate) fn open(&self, path: &std::path::Path) -> anyhow::Result<Imported> {
-        let opts = tpuport_formats::ImportOptions {
+    /// The bound dimensions as import options.
+    pub(crate) fn options(&self) -> tpuport_formats::ImportOptions {
+        tpuport_formats::ImportOptions {
             dims: self.shapes.dims.iter().cloned().collect(),
             input_shapes: self.shapes.input_shape.iter().cloned().collect(),
             batch: self.shapes.batch,
             ..tpuport_formats::ImportOptions::default()
-        };
+        }
+    }
+
+    /// Reads `path` with the bound dimensions.
+    pub(crate) fn open(&self, path: &std::path::Path) -> anyhow::Result<Imported> {
+        let opts = self.options();
         let started = std::time::Instant::now();
         let model = tpuport_formats::open(path, &opts)?;
         Ok(Imported { model, started, imported: std::time::Instant::now() })

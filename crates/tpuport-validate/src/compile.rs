@@ -1,0 +1,848 @@
+//! The real TPU compiler (libtpu) on a machine without a TPU, behind `tpuport compile` and the
+//! compiler check of `tpuport audit --compiler`: the slice name becomes a libtpu topology
+//! (`v5e:2x4`), the model a StableHLO program (ONNX through tpuport's lowering), and
+//! `PJRT_Compile` against the topology answers with the compiler's own figures: memory per
+//! device and whether it fits, cost, the layout and sharding of every parameter and output, or
+//! the compiler's refusal. `save` keeps the serialized TPU executable with a manifest. JSON
+//! schema `tpuport.compile/1`: `docs/compile.md`.
+//!
+//! [`compile`] returns a [`CompileReport`] whose `outcome` is `compiled` or `out_of_memory` (the
+//! compiler refused for lack of HBM: a finding, with the bytes its message names); every other
+//! failure (no libtpu, a program the TPU compiler rejects, a model that cannot be read or
+//! lowered) is an error.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tpuport_formats::ImportOptions;
+use tpuport_hw::{Catalog, CompileTarget, XlaLayout};
+use tpuport_lower::onnx::{ArgSource, ComputeType, LowerOptions, lower};
+use tpuport_model::{DType, ModelFormat};
+use tpuport_pjrt::{Executable, NamedValue, PluginKind, Program, Topology, Value};
+
+use tpuport_analysis::compiler_check::{CompiledTensor, CompilerFacts, CompilerInput};
+
+use crate::error::{Context as _, Result, invalid, io};
+use crate::{Module, Observer, Param};
+
+/// Manifest schema of a saved executable.
+pub const MANIFEST_SCHEMA: &str = "tpuport.tpu-executable/1";
+
+/// JSON schema tag of [`CompileReport`].
+pub const SCHEMA: &str = "tpuport.compile/1";
+
+/// Everything the TPU compiler answered (`tpuport compile`'s report).
+#[derive(Clone, Debug, Serialize)]
+pub struct CompileReport {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The model file as given.
+    pub model: String,
+    /// SHA-256 of the model file, hex.
+    pub model_sha256: String,
+    /// How the program was obtained: `stablehlo` or `onnx (lowered by tpuport)`.
+    pub source: String,
+    /// The slice named with `--target` (`v5e-8`).
+    pub target: String,
+    /// libtpu's topology name (`v5e:2x4`).
+    pub topology: String,
+    /// Chip (`TPU v5e`).
+    pub chip: String,
+    /// Device kind libtpu reports (`TPU v5 lite`).
+    pub device_kind: String,
+    /// Devices in the slice.
+    pub slice_devices: u32,
+    /// Devices the program runs on (its partition count; 1 when unsharded).
+    pub program_devices: u32,
+    /// The compiler.
+    pub compiler: CompilerInfo,
+    /// Wall time of loading and initialising libtpu and describing the topology, milliseconds.
+    pub setup_ms: f64,
+    /// Wall time of `PJRT_Compile`, milliseconds.
+    pub compile_ms: f64,
+    /// `compiled`, or `out_of_memory` when the compiler refused for lack of HBM.
+    pub outcome: Outcome,
+    /// Memory per device (every device of an SPMD program holds the same amounts).
+    pub per_device: PerDevice,
+    /// The compiler's message when it refused.
+    pub compiler_message: Option<String>,
+    /// Cost analysis per device, where the compile succeeded.
+    pub cost: Option<Cost>,
+    /// Program parameters, in order.
+    pub parameters: Vec<Operand>,
+    /// Program outputs, in order.
+    pub outputs: Vec<Operand>,
+    /// Where `--save` wrote the executable.
+    pub saved: Option<Saved>,
+}
+
+/// libtpu as loaded.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompilerInfo {
+    /// Library path.
+    pub path: String,
+    /// libtpu's package version (`0.0.52`), from its wheel's metadata or install folder.
+    pub version: Option<String>,
+    /// libtpu's platform version string, on one line (build date and change number).
+    pub build: String,
+    /// PJRT C API version of the plugin (`0.117`).
+    pub pjrt_api: String,
+}
+
+/// How the compile ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// An executable was produced.
+    Compiled,
+    /// The compiler refused: the program needs more HBM than a device has.
+    OutOfMemory,
+}
+
+/// Bytes one device needs, from `PJRT_Executable_GetCompiledMemoryStats` (or, when the
+/// compiler refused for lack of memory, the figures its message gives).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PerDevice {
+    /// Parameters.
+    pub arguments: Option<u64>,
+    /// Outputs.
+    pub outputs: Option<u64>,
+    /// Temporaries.
+    pub temporaries: Option<u64>,
+    /// Generated code.
+    pub generated_code: Option<u64>,
+    /// Output bytes that reuse parameter buffers.
+    pub aliased: Option<u64>,
+    /// The compiler's peak of live buffers in HBM and on-chip VMEM together (no code), 0 or
+    /// absent when it gives none. Not an HBM figure: intermediates that fit stay in VMEM.
+    pub peak: Option<u64>,
+    /// HBM one device needs: arguments + outputs - aliased + temporaries, plus generated
+    /// code; on an out-of-memory refusal, the total the compiler's message names.
+    pub total: Option<u64>,
+    /// HBM the compiler said is available (only known from an out-of-memory message).
+    pub compiler_hbm_limit: Option<u64>,
+    /// Nominal HBM of one device (chip catalog).
+    pub hbm: Option<u64>,
+    /// tpuport's planning budget for one device (chip catalog: usable HBM, else 97 %).
+    pub hbm_budget: Option<u64>,
+    /// Whether the program fits: the compiler accepted it.
+    pub fits: bool,
+}
+
+/// The compiler's cost analysis (per device).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Cost {
+    /// Floating-point operations.
+    pub flops: Option<f64>,
+    /// HBM bytes read and written.
+    pub bytes_accessed: Option<f64>,
+    /// Transcendental operations.
+    pub transcendentals: Option<f64>,
+    /// The compiler's estimate of the best achievable time, seconds.
+    pub optimal_seconds: Option<f64>,
+}
+
+/// One parameter or output as compiled.
+#[derive(Clone, Debug, Serialize)]
+pub struct Operand {
+    /// Position.
+    pub index: usize,
+    /// Name (the module's argument name, the ONNX input or weight name, or `result`).
+    pub name: String,
+    /// Logical type (`f32[512,512,3,3]`), when known.
+    pub ty: Option<String>,
+    /// Shape of one device's shard, when known.
+    pub shard: Option<Vec<u64>>,
+    /// Layout the compiler chose (`{1,0:T(8,128)}`).
+    pub layout: Option<String>,
+    /// Bytes one device stores under that layout, when computable.
+    pub device_bytes: Option<u64>,
+    /// Bytes of the shard without padding.
+    pub logical_bytes: Option<u64>,
+    /// Sharding the compiler chose (`{devices=[8,1]<=[8]}`), for multi-device programs.
+    pub sharding: Option<String>,
+}
+
+/// Files written by `--save`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Saved {
+    /// The serialized executable.
+    pub executable: String,
+    /// Its manifest.
+    pub manifest: String,
+    /// Size of the executable, bytes.
+    pub bytes: u64,
+    /// SHA-256 of the executable, hex.
+    pub sha256: String,
+}
+
+/// What to compile, for which slice, with which libtpu.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    /// StableHLO (`.mlir` text, `.mlirbc` bytecode) or ONNX (lowered by tpuport first).
+    pub model: PathBuf,
+    /// Slice name (`v5e-8`, `v6e-4`, `v5p-8`, `v4-8`, `v6e-2x4`, `tpu7x-8`).
+    pub target: String,
+    /// ONNX: dimension bindings (batch, named dims, input shapes); ignored (with a warning)
+    /// for StableHLO, whose shapes are fixed.
+    pub import: ImportOptions,
+    /// ONNX: compute type of the lowered program.
+    pub compute: ComputeType,
+    /// Devices the program is partitioned over (default: the module's `mhlo.num_partitions`).
+    pub partitions: Option<u32>,
+    /// libtpu (default: [`find_libtpu`]).
+    pub plugin: Option<PathBuf>,
+    /// Write the serialized executable here and its manifest to `FILE.json`.
+    pub save: Option<PathBuf>,
+}
+
+/// Whether `tpuport audit` asks the TPU compiler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompilerMode {
+    /// Use libtpu when it is found (the default); otherwise a note, estimate only.
+    #[default]
+    Auto,
+    /// Always: no libtpu, or a program it rejects, is an error.
+    Libtpu,
+    /// Never.
+    None,
+}
+
+/// The TPU compiler's answer for an audit of `req.model` on `req.target`: compiles as
+/// [`compile`] does (`req.save` is ignored) and condenses the report to what the audit
+/// compares.
+///
+/// # Errors
+/// Only in [`CompilerMode::Libtpu`]: no libtpu, or a program it rejects (as [`compile`]). In
+/// [`CompilerMode::Auto`] those are [`CompilerInput::Unavailable`] with the reason.
+pub fn for_audit(
+    req: &Request,
+    mode: CompilerMode,
+    catalog: &Catalog,
+    obs: &dyn Observer,
+) -> Result<CompilerInput> {
+    if mode == CompilerMode::None {
+        return Ok(CompilerInput::NotAsked);
+    }
+    let chip = catalog.slice(&req.target).map_err(|e| invalid(e.to_string()))?.chip;
+    let req = Request { save: None, ..req.clone() };
+    let answer = find_libtpu(req.plugin.as_deref()).and_then(|_| compile(&req, catalog, obs));
+    match (answer, mode) {
+        (Ok(r), _) => Ok(CompilerInput::Answered(r.audit_facts(&chip))),
+        (Err(e), CompilerMode::Auto) => {
+            let mut why = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                why = format!("{why}: {c}");
+                cause = c.source();
+            }
+            Ok(CompilerInput::Unavailable(why))
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+impl CompileReport {
+    /// What the audit compares: per-device HBM (arguments + outputs - aliased + temporaries,
+    /// or the bytes a refusal names), code, and the parameters' layouts. `chip` is the catalog
+    /// id of the target's chip.
+    #[must_use]
+    pub fn audit_facts(&self, chip: &str) -> CompilerFacts {
+        let d = &self.per_device;
+        let fits = self.outcome == Outcome::Compiled;
+        let hbm_bytes = if fits { d.hbm_buffers().unwrap_or(0) } else { d.total.unwrap_or(0) };
+        CompilerFacts {
+            compiler: format!(
+                "libtpu {}",
+                self.compiler.version.as_deref().unwrap_or("(version unknown)")
+            ),
+            target: self.target.clone(),
+            chip: chip.to_owned(),
+            devices: self.program_devices,
+            compile_ms: self.compile_ms,
+            fits,
+            hbm_bytes,
+            generated_code: d.generated_code,
+            hbm_limit: d.compiler_hbm_limit,
+            message: self.compiler_message.clone(),
+            parameters: self
+                .parameters
+                .iter()
+                .map(|p| CompiledTensor {
+                    name: p.name.clone(),
+                    shard: p.shard.clone(),
+                    layout: p.layout.clone(),
+                    device_bytes: p.device_bytes,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl PerDevice {
+    /// HBM buffers of one device: arguments + outputs - aliased + temporaries.
+    #[must_use]
+    pub fn hbm_buffers(&self) -> Option<u64> {
+        let sum = self.arguments?.saturating_add(self.outputs?).saturating_add(self.temporaries?);
+        Some(sum.saturating_sub(self.aliased.unwrap_or(0)))
+    }
+}
+
+/// Element type and dimensions of a parameter or output, when known.
+type Typed = Option<(DType, Vec<u64>)>;
+
+/// The program to compile and what is known of its signature.
+struct Prepared {
+    program: Program,
+    source: String,
+    partitions: u32,
+    params: Vec<(String, Typed)>,
+    results: Vec<(String, Typed)>,
+}
+
+/// Compiles `req.model` for `req.target` with libtpu and reports what the compiler answered.
+///
+/// # Errors
+/// An unknown slice, a model that cannot be read or lowered, more partitions than the slice
+/// has devices, no libtpu, a program the TPU compiler rejects (one line, the compiler's own
+/// message), or writing `req.save`. A program that does not fit is not an error: the report's
+/// outcome says so.
+#[allow(clippy::too_many_lines, reason = "one pipeline, in order")]
+pub fn compile(req: &Request, catalog: &Catalog, obs: &dyn Observer) -> Result<CompileReport> {
+    if req.import.batch == Some(0) {
+        return Err(invalid("--batch must be at least 1"));
+    }
+    if req.partitions == Some(0) {
+        return Err(invalid("--partitions must be at least 1"));
+    }
+    let target = catalog.compile_target(&req.target).map_err(|e| invalid(e.to_string()))?;
+    let model_sha = hash_file(&req.model)?;
+    let mut prep = prepare(req, obs)?;
+    if let Some(n) = req.partitions {
+        prep.partitions = n;
+    } else if prep.program.is_bytecode() && prep.params.is_empty() {
+        obs.warn(&format!(
+            "{}: the partition count of a bytecode module is not read; compiling it for one \
+             device (pass --partitions N for a sharded module)",
+            req.model.display()
+        ));
+    }
+    if prep.partitions > target.devices {
+        return Err(invalid(format!(
+            "{} is partitioned over {} devices but {} has {}",
+            req.model.display(),
+            prep.partitions,
+            req.target,
+            target.devices
+        )));
+    }
+    let plugin_path = find_libtpu(req.plugin.as_deref())?;
+    let t_setup = Instant::now();
+    obs.info(&format!("libtpu: {}", plugin_path.display()));
+    let plugin = tpuport_pjrt::load(&plugin_path)?;
+    let options = topology_options(&target);
+    let topo = Topology::create(plugin, &target.topology_name, &options)
+        .context(|| format!("describing {} ({})", req.target, target.topology_name))?;
+    let devices = topo.devices()?;
+    let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
+    let device_kind = devices.first().map(|d| d.kind.clone()).unwrap_or_default();
+    let (major, minor) = plugin.api_version();
+    let compiler = CompilerInfo {
+        path: plugin_path.display().to_string(),
+        version: libtpu_version(&plugin_path),
+        build: topo
+            .platform_version()
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; "),
+        pjrt_api: format!("{major}.{minor}"),
+    };
+    let copts = if prep.partitions > 1 {
+        tpuport_pjrt::CompileOptions::spmd(prep.partitions, true).with_identity_assignment()
+    } else {
+        tpuport_pjrt::CompileOptions::default()
+    };
+    let t = Instant::now();
+    let compiled = topo.compile(&prep.program, &copts);
+    let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+    let hbm = target.hbm_per_device.map(to_u64);
+    let hbm_budget = target.hbm_budget_per_device.map(to_u64);
+    let mut report = CompileReport {
+        schema: SCHEMA,
+        model: req.model.display().to_string(),
+        model_sha256: model_sha,
+        source: prep.source.clone(),
+        target: req.target.clone(),
+        topology: target.topology_name.clone(),
+        chip: target.chip_name.clone(),
+        device_kind,
+        slice_devices: target.devices,
+        program_devices: prep.partitions.max(1),
+        compiler,
+        setup_ms,
+        compile_ms,
+        outcome: Outcome::Compiled,
+        per_device: PerDevice { hbm, hbm_budget, ..PerDevice::default() },
+        compiler_message: None,
+        cost: None,
+        parameters: Vec::new(),
+        outputs: Vec::new(),
+        saved: None,
+    };
+    let exe = match compiled {
+        Ok(exe) => exe,
+        Err(e) => {
+            let message = match &e {
+                tpuport_pjrt::PjrtError::Call { code, message, .. } => {
+                    compiler_message(&format!("{code}: {message}"))
+                }
+                other => compiler_message(&other.to_string()),
+            };
+            if let Some((need, limit)) = out_of_memory(&message) {
+                if req.save.is_some() {
+                    obs.warn("nothing saved: the compiler produced no executable");
+                }
+                report.outcome = Outcome::OutOfMemory;
+                report.per_device.total = Some(need);
+                report.per_device.compiler_hbm_limit = Some(limit);
+                report.compiler_message = Some(message);
+                report.parameters = operands(&prep.params, None, None, None);
+                report.outputs = operands(&prep.results, None, None, None);
+                return Ok(report);
+            }
+            obs.info(&format!("compiler output: {e}"));
+            return Err(invalid(format!(
+                "libtpu could not compile {} for {} ({}): {message}",
+                req.model.display(),
+                req.target,
+                target.topology_name
+            )));
+        }
+    };
+    fill_from_executable(&mut report, &exe, &prep, obs)?;
+    if let Some(file) = &req.save {
+        report.saved = Some(save(file, &exe, &report, &target, &options, &copts)?);
+    }
+    Ok(report)
+}
+
+/// Reads the model as a program: StableHLO as is, ONNX through the lowering.
+fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
+    let model = tpuport_formats::open(&req.model, &req.import)?;
+    match model.format {
+        ModelFormat::Onnx => {
+            let opts = LowerOptions {
+                weights_as_constants: false,
+                compute: req.compute,
+                expose: Vec::new(),
+            };
+            let low = lower(&model, &opts)
+                .context(|| format!("lowering {} to StableHLO", req.model.display()))?;
+            let params = low
+                .args
+                .iter()
+                .map(|b| {
+                    let name = match &b.source {
+                        ArgSource::Input(n) | ArgSource::Weight(n) => n.clone(),
+                    };
+                    (name, Some((b.dtype, b.shape.clone())))
+                })
+                .collect();
+            let results = low
+                .results
+                .iter()
+                .map(|r| (r.name.clone(), Some((r.dtype, r.shape.clone()))))
+                .collect();
+            Ok(Prepared {
+                program: Program::mlir(low.mlir.into_bytes()),
+                source: "onnx (lowered by tpuport)".into(),
+                partitions: 1,
+                params,
+                results,
+            })
+        }
+        ModelFormat::StablehloText | ModelFormat::StablehloBytecode => {
+            let i = &req.import;
+            if i.batch.is_some() || !i.dims.is_empty() || !i.input_shapes.is_empty() {
+                obs.warn("--batch, --dim and --input-shape apply to ONNX models; a StableHLO module's shapes are fixed");
+            }
+            let m = Module::load(&req.model, obs)?;
+            let sig = |ps: &Option<Vec<Param>>| -> Vec<(String, Typed)> {
+                ps.iter()
+                    .flatten()
+                    .map(|q| {
+                        let dims: Option<Vec<u64>> = q.dims.iter().copied().collect();
+                        (q.name.clone(), dims.map(|d| (q.dtype, d)))
+                    })
+                    .collect()
+            };
+            let (params, mut results) = (sig(&m.args), sig(&m.results));
+            for (i, (name, _)) in results.iter_mut().enumerate() {
+                if name.bytes().all(|b| b.is_ascii_digit()) {
+                    *name = format!("result{i}");
+                }
+            }
+            Ok(Prepared {
+                program: m.program,
+                source: "stablehlo".into(),
+                partitions: m.partitions.max(1),
+                params,
+                results,
+            })
+        }
+        other => Err(invalid(format!(
+            "{}: is {}; the TPU compiler takes StableHLO (.mlir, .mlirbc) or ONNX",
+            req.model.display(),
+            other.name()
+        ))),
+    }
+}
+
+/// libtpu: the explicit path, else the first libtpu plugin discovery finds
+/// (`$TPUPORT_PJRT_PLUGIN` / `$TPU_LIBRARY_PATH` naming libtpu, the project's `.cache/libtpu`,
+/// a virtual environment's `libtpu` package).
+///
+/// # Errors
+/// The explicit path is not a file, or no libtpu was found (one line saying how to get it).
+pub fn find_libtpu(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            return Err(invalid(format!("--plugin {}: no such file", p.display())));
+        }
+        return Ok(p.to_owned());
+    }
+    tpuport_pjrt::discover(None)
+        .into_iter()
+        .find(|f| f.kind == PluginKind::Tpu && f.path.is_file())
+        .map(|f| f.path)
+        .ok_or_else(|| {
+            invalid(
+                "libtpu not found: `pip install libtpu` into the project's virtual environment \
+                 (or run `make libtpu`), or pass --plugin PATH/libtpu.so",
+            )
+        })
+}
+
+/// libtpu's package version: the `libtpu-X.dist-info` next to the `libtpu` package in a
+/// site-packages, else a version-named folder above it (`.cache/libtpu/0.0.52/libtpu/`).
+fn libtpu_version(lib: &Path) -> Option<String> {
+    let lib = lib.canonicalize().unwrap_or_else(|_| lib.to_owned());
+    let above = lib.parent()?.parent()?;
+    let from_dist_info = std::fs::read_dir(above).ok().and_then(|rd| {
+        rd.filter_map(std::result::Result::ok).find_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix("libtpu-").and_then(|v| v.strip_suffix(".dist-info")).map(str::to_owned)
+        })
+    });
+    from_dist_info.or_else(|| {
+        let name = above.file_name()?.to_string_lossy().into_owned();
+        name.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then_some(name)
+    })
+}
+
+/// The create options JAX passes for the same slice.
+fn topology_options(t: &CompileTarget) -> Vec<NamedValue> {
+    let ints = |v: &[i64]| Value::Int64List(v.to_vec());
+    let b = t.chips_per_host_bounds.map(i64::from);
+    let mut o = vec![
+        NamedValue::string("chip_config_name", &t.chip_config_name),
+        NamedValue { name: "chips_per_host_bounds".into(), value: ints(&b) },
+        NamedValue::int64("num_slices", i64::from(t.num_slices)),
+    ];
+    if let Some(w) = t.wrap {
+        o.push(NamedValue { name: "wrap".into(), value: ints(&w.map(i64::from)) });
+    }
+    o
+}
+
+/// The compiler's message without libtpu's source-location trace, on one line.
+#[must_use]
+pub fn compiler_message(e: &str) -> String {
+    let body = e.split("=== Source Location Trace").next().unwrap_or(e);
+    let lines: Vec<&str> = body.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    lines.join(" ")
+}
+
+/// `(needed, available)` bytes from libtpu's `CompileTimeHbmOom` message ("the total memory
+/// required for HLO temporaries (18.83G) exceeds available HBM (15.75G)").
+#[must_use]
+pub fn out_of_memory(msg: &str) -> Option<(u64, u64)> {
+    if !msg.contains("RESOURCE_EXHAUSTED") || !msg.contains("HBM") {
+        return None;
+    }
+    let sizes: Vec<u64> = msg
+        .split('(')
+        .skip(1)
+        .filter_map(|s| s.split_once(')').map(|(v, _)| v))
+        .filter_map(parse_size)
+        .collect();
+    match sizes.as_slice() {
+        [.., need, limit] => Some((*need, *limit)),
+        _ => None,
+    }
+}
+
+/// `18.83G`, `512.00M`, `4.0K`, `123` (binary units, as XLA prints them) to bytes.
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'M' => (&s[..s.len() - 1], 1 << 20),
+        'G' => (&s[..s.len() - 1], 1 << 30),
+        'T' => (&s[..s.len() - 1], 1 << 40),
+        c if c.is_ascii_digit() => (s, 1),
+        _ => return None,
+    };
+    let v: f64 = num.parse().ok()?;
+    #[allow(clippy::cast_precision_loss, reason = "sizes far below 2^52")]
+    Some(to_u64(v * mult as f64))
+}
+
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "non-negative byte counts"
+)]
+fn to_u64(x: f64) -> u64 {
+    x.max(0.0).round() as u64
+}
+
+fn nonneg(x: i64) -> u64 {
+    u64::try_from(x).unwrap_or(0)
+}
+
+/// Memory, cost, layouts and shardings from the compiled executable.
+fn fill_from_executable(
+    r: &mut CompileReport,
+    exe: &Executable,
+    prep: &Prepared,
+    obs: &dyn Observer,
+) -> Result<()> {
+    let m =
+        exe.compiled_memory_stats().context(|| "reading the compiled memory statistics".into())?;
+    obs.info(&format!("compiled memory statistics: {m:?}"));
+    let d = &mut r.per_device;
+    d.arguments = Some(nonneg(m.argument));
+    d.outputs = Some(nonneg(m.output));
+    d.aliased = Some(nonneg(m.alias));
+    d.temporaries = Some(nonneg(m.temp));
+    d.generated_code = Some(nonneg(m.generated_code));
+    d.peak = Some(nonneg(m.peak));
+    // HBM: parameters, outputs and HBM temporaries (less what outputs reuse), plus the code.
+    // `peak` also counts on-chip VMEM (libtpu 0.0.52 keeps most intermediates of a small
+    // program there: cnn_b8's buffer assignment has 366 KiB in HBM and 3.6 MiB in VMEM, and a
+    // peak of 3.9 MiB), so it is not an HBM figure.
+    let buffers =
+        (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp)).saturating_sub(nonneg(m.alias));
+    d.total = Some(buffers + nonneg(m.generated_code));
+    d.fits = true;
+    match exe.cost_analysis() {
+        Ok(values) => {
+            let get = |k: &str| match tpuport_pjrt::find_value(&values, k) {
+                Some(Value::Float(f)) => Some(f64::from(*f)),
+                Some(Value::Int64(i)) => {
+                    #[allow(clippy::cast_precision_loss, reason = "display")]
+                    let v = *i as f64;
+                    Some(v)
+                }
+                _ => None,
+            };
+            r.cost = Some(Cost {
+                flops: get("flops"),
+                bytes_accessed: get("bytes accessed"),
+                transcendentals: get("transcendentals"),
+                // libtpu answers negative values for some programs: no estimate.
+                optimal_seconds: get("optimal_seconds").filter(|s| *s >= 0.0),
+            });
+        }
+        Err(e) => obs.info(&format!("no cost analysis: {e}")),
+    }
+    let note = |what: &str, e: &tpuport_pjrt::PjrtError| obs.info(&format!("no {what}: {e}"));
+    let pl = exe.parameter_layouts().map_err(|e| note("parameter layouts", &e)).ok();
+    let ol = exe.output_layouts().map_err(|e| note("output layouts", &e)).ok();
+    let multi = r.program_devices > 1;
+    let ps =
+        multi.then(|| exe.parameter_shardings().map_err(|e| note("shardings", &e)).ok()).flatten();
+    let os =
+        multi.then(|| exe.output_shardings().map_err(|e| note("shardings", &e)).ok()).flatten();
+    r.parameters = operands(&prep.params, pl.as_deref(), ps.as_deref(), None);
+    let shard_dims = exe.outputs().ok().map(|o| o.into_iter().map(|o| o.dims).collect::<Vec<_>>());
+    r.outputs = operands(&prep.results, ol.as_deref(), os.as_deref(), shard_dims.as_deref());
+    if r.outputs.is_empty()
+        && let Some(dims) = &shard_dims
+    {
+        // Bytecode modules are read header-only: name the outputs by position.
+        let unnamed: Vec<(String, Typed)> =
+            (0..dims.len()).map(|i| (format!("result{i}"), None)).collect();
+        r.outputs = operands(&unnamed, ol.as_deref(), os.as_deref(), Some(dims));
+    }
+    Ok(())
+}
+
+/// One row per parameter or output: logical type, the shard a device holds, the compiler's
+/// layout and the bytes it costs.
+fn operands(
+    sig: &[(String, Typed)],
+    layouts: Option<&[String]>,
+    shardings: Option<&[tpuport_pjrt::Sharding]>,
+    shard_dims: Option<&[Vec<u64>]>,
+) -> Vec<Operand> {
+    sig.iter()
+        .enumerate()
+        .map(|(i, (name, ty))| {
+            let sharding = shardings.and_then(|s| s.get(i));
+            let shard: Option<Vec<u64>> =
+                shard_dims.and_then(|d| d.get(i).cloned()).or_else(|| {
+                    let (_, dims) = ty.as_ref()?;
+                    let tiles = sharding.map(|s| s.tiles.clone()).unwrap_or_default();
+                    Some(
+                        dims.iter()
+                            .enumerate()
+                            .map(|(k, &d)| d.div_ceil(tiles.get(k).copied().unwrap_or(1).max(1)))
+                            .collect(),
+                    )
+                });
+            let layout = layouts.and_then(|l| l.get(i)).cloned();
+            let dtype = ty.as_ref().map(|(d, _)| *d);
+            let logical_bytes = match (dtype, &shard) {
+                (Some(d), Some(s)) => {
+                    d.bits().map(|b| (s.iter().product::<u64>() * u64::from(b)).div_ceil(8))
+                }
+                _ => None,
+            };
+            let device_bytes = match (dtype, &shard, &layout) {
+                (Some(d), Some(s), Some(l)) => {
+                    XlaLayout::parse(l).ok().and_then(|x| x.device_bytes(s, d))
+                }
+                _ => None,
+            };
+            Operand {
+                index: i,
+                name: name.clone(),
+                ty: ty.as_ref().map(|(d, s)| {
+                    let dims: Vec<String> = s.iter().map(u64::to_string).collect();
+                    format!("{d}[{}]", dims.join(","))
+                }),
+                shard,
+                layout,
+                device_bytes,
+                logical_bytes,
+                sharding: sharding.map(|s| s.hlo.clone()),
+            }
+        })
+        .collect()
+}
+
+/// Manifest written next to a saved executable.
+#[derive(Debug, Serialize)]
+struct Manifest<'a> {
+    schema: &'static str,
+    executable: String,
+    executable_sha256: String,
+    executable_bytes: u64,
+    model: &'a str,
+    model_sha256: &'a str,
+    source: &'a str,
+    target: &'a str,
+    topology: &'a str,
+    topology_options: Vec<NamedValue>,
+    device_kind: &'a str,
+    program_devices: u32,
+    compile_options_hex: String,
+    compiler: &'a CompilerInfo,
+    per_device: &'a PerDevice,
+    parameters: &'a [Operand],
+    outputs: &'a [Operand],
+}
+
+/// Writes the executable and then its manifest, each atomically
+/// ([`tpuport_model::fs::write_atomic_bytes`]), so a manifest on disk always describes a
+/// complete executable.
+fn save(
+    file: &Path,
+    exe: &Executable,
+    r: &CompileReport,
+    target: &CompileTarget,
+    options: &[NamedValue],
+    copts: &tpuport_pjrt::CompileOptions,
+) -> Result<Saved> {
+    let bytes = exe.serialize().context(|| "serializing the TPU executable".into())?;
+    let sha = hex(&Sha256::digest(&bytes));
+    let manifest_path = PathBuf::from(format!("{}.json", file.display()));
+    tpuport_model::fs::write_atomic_bytes(file, &bytes)
+        .map_err(|e| io(format!("writing {}", file.display()), e))?;
+    let m = Manifest {
+        schema: MANIFEST_SCHEMA,
+        executable: file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        executable_sha256: sha.clone(),
+        executable_bytes: bytes.len() as u64,
+        model: &r.model,
+        model_sha256: &r.model_sha256,
+        source: &r.source,
+        target: &r.target,
+        topology: &target.topology_name,
+        topology_options: options.to_vec(),
+        device_kind: &r.device_kind,
+        program_devices: r.program_devices,
+        compile_options_hex: hex(&copts.encode()),
+        compiler: &r.compiler,
+        per_device: &r.per_device,
+        parameters: &r.parameters,
+        outputs: &r.outputs,
+    };
+    let json = serde_json::to_string_pretty(&m)
+        .map_err(|e| invalid(format!("encoding the manifest: {e}")))?
+        + "\n";
+    tpuport_model::fs::write_atomic_bytes(&manifest_path, json.as_bytes())
+        .map_err(|e| io(format!("writing {}", manifest_path.display()), e))?;
+    Ok(Saved {
+        executable: file.display().to_string(),
+        manifest: manifest_path.display().to_string(),
+        bytes: bytes.len() as u64,
+        sha256: sha,
+    })
+}
+
+/// SHA-256 of a file, read in a stream.
+fn hash_file(path: &Path) -> Result<String> {
+    let mut f =
+        std::fs::File::open(path).map_err(|e| io(format!("reading {}", path.display()), e))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(|e| io(format!("reading {}", path.display()), e))?;
+    Ok(hex(&h.finalize()))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oom_message_sizes() {
+        let m = "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total \
+                 memory required for HLO temporaries (18.83G) exceeds available HBM (15.75G). HLO \
+                 module: jit__lambda. See https://openxla.org/xla/errors/error_1000 for more details.";
+        let (need, limit) = out_of_memory(m).unwrap_or_default();
+        assert_eq!(limit, to_u64(15.75 * f64::from(1u32 << 30)));
+        assert_eq!(need, to_u64(18.83 * f64::from(1u32 << 30)));
+        assert_eq!(out_of_memory("INVALID_ARGUMENT: no (1G) (2G)"), None);
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn compiler_message_drops_the_trace() {
+        let e = "INVALID_ARGUMENT: bad op\n  detail\n=== Source Location Trace: ===\nfoo.cc:1";
+        assert_eq!(compiler_message(e), "INVALID_ARGUMENT: bad op detail");
+    }
+}
