@@ -142,7 +142,8 @@ impl Progress {
     #[must_use]
     pub fn eta_seconds(&self) -> Option<f64> {
         let rate = self.rows_per_second();
-        (rate > 0.0).then(|| (self.rows_total.saturating_sub(self.rows + self.bad_rows)) as f64 / rate)
+        (rate > 0.0)
+            .then(|| (self.rows_total.saturating_sub(self.rows + self.bad_rows)) as f64 / rate)
     }
 }
 
@@ -274,6 +275,7 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
     let plan = pipeline::plan(&listing, &model, &opts.image, part_rows)?;
     let fingerprint = fingerprint(opts, &model, &plan, batch, part_rows);
     std::fs::create_dir_all(&opts.output).map_err(|e| BatchError::io(&opts.output, e))?;
+    output::remove_stale_temporaries(&opts.output, opts.shard.index, opts.shard.count);
     let (mname, ename) = output::shard_files(opts.shard.index, opts.shard.count);
     let mpath = opts.output.join(&mname);
     let mine: Vec<usize> =

@@ -100,10 +100,8 @@ impl Manifest {
     pub(crate) fn write(&self, dir: &Path, extra: &[BadRow]) -> Result<()> {
         let (m, e) = shard_files(self.shard_index, self.shard_count);
         let path = dir.join(m);
-        let text = serde_json::to_vec_pretty(self).map_err(|e| BatchError::Manifest {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        let text = serde_json::to_vec_pretty(self)
+            .map_err(|e| BatchError::Manifest { path: path.clone(), message: e.to_string() })?;
         let epath = dir.join(e);
         tpuport_model::fs::write_atomic(&epath, |f| {
             let mut w = std::io::BufWriter::new(f);
@@ -118,11 +116,37 @@ impl Manifest {
     }
 }
 
+/// Removes the temporary files a killed run of this shard left behind (`.part-P….tmp-PID-N`
+/// for the parts it owns, and those of its manifest and errors file). Other shards writing
+/// into the same folder at the same time keep theirs; anything else is left alone.
+pub(crate) fn remove_stale_temporaries(dir: &Path, index: usize, count: usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let (m, e) = shard_files(index, count);
+    for entry in rd.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.contains(".tmp-") {
+            continue;
+        }
+        let part = name
+            .strip_prefix(".part-")
+            .and_then(|r| r.split('.').next())
+            .and_then(|n| n.parse::<usize>().ok());
+        let ours = part.is_some_and(|p| p % count == index)
+            || name.starts_with(&format!(".{m}.tmp-"))
+            || name.starts_with(&format!(".{e}.tmp-"));
+        if ours {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// A file-name-safe form of an output name.
 fn safe(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
+        .map(
+            |c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' },
+        )
         .collect();
     if s.is_empty() || s.starts_with('.') { format!("out{s}") } else { s }
 }

@@ -68,7 +68,10 @@ pub(crate) fn plan(
             let [input] = &model.inputs[..] else {
                 return Err(BatchError::invalid(
                     "--input",
-                    format!("images feed a model with one input; this one takes {}", model.inputs.len()),
+                    format!(
+                        "images feed a model with one input; this one takes {}",
+                        model.inputs.len()
+                    ),
                 ));
             };
             if input.dtype != DType::F32 {
@@ -269,10 +272,22 @@ fn decode(job: &Job<'_>, w: Window, cache: &mut NpzCache) -> Decoded {
     let t = Instant::now();
     let unit = &job.plan.units[job.todo[w.pos]];
     let read = match &unit.src {
-        Src::Bad(b) => ReadRows { inputs: vec![Vec::new(); job.model.inputs.len()], keys: Vec::new(), bad: vec![b.clone()] },
-        Src::Tensor(i) => source::read_tensor_rows(&job.plan.tensors[*i], &job.model.inputs, w.start, w.end, cache),
+        Src::Bad(b) => ReadRows {
+            inputs: vec![Vec::new(); job.model.inputs.len()],
+            keys: Vec::new(),
+            bad: vec![b.clone()],
+        },
+        Src::Tensor(i) => source::read_tensor_rows(
+            &job.plan.tensors[*i],
+            &job.model.inputs,
+            w.start,
+            w.end,
+            cache,
+        ),
         Src::Images => match &job.plan.spec {
-            Some(spec) => source::read_image_rows(job.listing, spec, w.start as usize, w.end as usize),
+            Some(spec) => {
+                source::read_image_rows(job.listing, spec, w.start as usize, w.end as usize)
+            }
             None => ReadRows::default(),
         },
     };
@@ -291,7 +306,15 @@ fn execute(model: &Model, clock: &Clock, d: Decoded) -> Msg {
     let Decoded { w, bucket, read, decode } = d;
     if rows == 0 {
         let outs = model.outputs.iter().map(|_| Vec::new()).collect();
-        return Msg::Done(Done { w, outs, keys: read.keys, bad: read.bad, padding: 0, executed: 0, decode });
+        return Msg::Done(Done {
+            w,
+            outs,
+            keys: read.keys,
+            bad: read.bad,
+            padding: 0,
+            executed: 0,
+            decode,
+        });
     }
     let inputs: Vec<&[u8]> = read.inputs.iter().map(Vec::as_slice).collect();
     clock.exec_start();
@@ -384,7 +407,17 @@ pub(crate) fn run(job: &Job<'_>, manifest: &mut Manifest, rep: &dyn Reporter) ->
             s.spawn(move || executor(job.model, c, rx, &tx));
         }
         drop(otx);
-        let r = write_loop(job, &orx, manifest, rep, &mut stats, &clock, t0, rows_total);
+        let r = write_loop(
+            job,
+            &orx,
+            manifest,
+            rep,
+            &mut stats,
+            &clock,
+            &dispatch.stop,
+            t0,
+            rows_total,
+        );
         if r.is_err() {
             dispatch.stop.store(true, Ordering::Relaxed);
         }
@@ -406,10 +439,12 @@ fn write_loop(
     rep: &dyn Reporter,
     stats: &mut Stats,
     clock: &Clock,
+    stop: &AtomicBool,
     t0: Instant,
     rows_total: u64,
 ) -> Result<()> {
     let mut acc: BTreeMap<usize, Acc> = BTreeMap::new();
+    let mut fail: Option<(usize, usize, BadRow)> = None;
     let mut last = Instant::now();
     let progress = |stats: &Stats| Progress {
         rows: stats.rows,
@@ -445,20 +480,28 @@ fn write_loop(
         for b in &d.bad {
             rep.bad_row(b);
         }
+        let (pos, seq, of) = (d.w.pos, d.w.seq, d.w.of);
         if job.fail_fast
             && let Some(b) = d.bad.first()
+            && fail.as_ref().is_none_or(|f| (pos, seq) < (f.0, f.1))
         {
-            manifest.write(job.out, &d.bad)?;
-            return Err(BatchError::BadRow { key: b.key.clone(), reason: b.reason.clone() });
+            // Windows go out in order: every window before this one is already out, so the
+            // parts before it still complete, and the first bad row in input order is found.
+            stop.store(true, Ordering::Relaxed);
+            fail = Some((pos, seq, b.clone()));
         }
-        let (pos, seq, of) = (d.w.pos, d.w.seq, d.w.of);
-        let a = acc.entry(pos).or_insert_with(|| Acc { got: 0, windows: (0..of).map(|_| None).collect() });
+        let a = acc
+            .entry(pos)
+            .or_insert_with(|| Acc { got: 0, windows: (0..of).map(|_| None).collect() });
         a.windows[seq] = Some(d);
         a.got += 1;
         if a.got < of {
             continue;
         }
         let Some(a) = acc.remove(&pos) else { continue };
+        if fail.as_ref().is_some_and(|f| pos >= f.0) {
+            continue;
+        }
         let part = job.todo[pos];
         let done: Vec<Done> = a.windows.into_iter().flatten().collect();
         let mut outs: Vec<Vec<u8>> = job
@@ -487,5 +530,9 @@ fn write_loop(
         manifest.write(job.out, &[])?;
     }
     rep.progress(&progress(stats));
+    if let Some((_, _, b)) = fail {
+        manifest.write(job.out, std::slice::from_ref(&b))?;
+        return Err(BatchError::BadRow { key: b.key, reason: b.reason });
+    }
     Ok(())
 }

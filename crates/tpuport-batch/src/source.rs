@@ -202,7 +202,9 @@ pub(crate) fn open_tensor_file(
                 Ok(h) => h
                     .tensors
                     .iter()
-                    .map(|t| (t.name.clone(), t.dtype, t.shape.clone(), Some(h.data_start + t.begin)))
+                    .map(|t| {
+                        (t.name.clone(), t.dtype, t.shape.clone(), Some(h.data_start + t.begin))
+                    })
                     .collect(),
                 Err(e) => return Ok(Err(one_line(&e.to_string(), path))),
             }
@@ -239,7 +241,10 @@ pub(crate) fn open_tensor_file(
         }
         let n = shape[0];
         if *rows.get_or_insert(n) != n {
-            return Ok(Err(format!("arrays have different row counts ({} and {n})", rows.unwrap_or(0))));
+            return Ok(Err(format!(
+                "arrays have different row counts ({} and {n})",
+                rows.unwrap_or(0)
+            )));
         }
         starts.push(*start);
         members.push(name.clone());
@@ -388,7 +393,10 @@ pub(crate) fn read_image_rows(
     start: usize,
     end: usize,
 ) -> ReadRows {
-    let mut r = ReadRows { inputs: vec![Vec::with_capacity((end - start) * spec.row_bytes())], ..ReadRows::default() };
+    let mut r = ReadRows {
+        inputs: vec![Vec::with_capacity((end - start) * spec.row_bytes())],
+        ..ReadRows::default()
+    };
     for i in start..end {
         match spec.decode_into(&listing.files[i], &mut r.inputs[0]) {
             Ok(()) => r.keys.push(listing.key(i)),

@@ -294,7 +294,11 @@ impl Model {
     /// # Errors
     /// A bucket index out of range or an input of the wrong length ([`PjrtError::InvalidArgument`]),
     /// or the runtime's failure.
-    pub fn execute_bucket(&self, bucket: usize, inputs: &[&[u8]]) -> Result<Vec<Vec<u8>>, PjrtError> {
+    pub fn execute_bucket(
+        &self,
+        bucket: usize,
+        inputs: &[&[u8]],
+    ) -> Result<Vec<Vec<u8>>, PjrtError> {
         let b = self.buckets.get(bucket).ok_or_else(|| {
             PjrtError::InvalidArgument(format!("model `{}` has no bucket #{bucket}", self.name))
         })?;

@@ -59,9 +59,8 @@ pub fn open_model(
 
 fn plan_path(path: &Path, buckets: &[u64]) -> Result<Plan, ServeError> {
     let real = path.canonicalize().map_err(|e| ServeError::io(path, e))?;
-    let name = real
-        .file_stem()
-        .map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
+    let name =
+        real.file_stem().map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
     let parent = real.parent().unwrap_or(Path::new("/"));
     let file_name = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let cfg = |model: ModelSource, buckets: Vec<u64>| ModelConfig {
@@ -110,7 +109,8 @@ fn plan_path(path: &Path, buckets: &[u64]) -> Result<Plan, ServeError> {
                     )
                 })?;
             let modules = BTreeMap::from([(lead.to_string(), file_name)]);
-            let c = cfg(ModelSource::Stablehlo { path: None, modules, args: Vec::new() }, Vec::new());
+            let c =
+                cfg(ModelSource::Stablehlo { path: None, modules, args: Vec::new() }, Vec::new());
             Repository::open(parent)?.plan_with(&name, c, parent)
         }
         _ => Err(ServeError::config(

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use tpuport_batch::{BadRow, BatchOptions, ImageOptions, Layout, Loaded, Progress, Reporter, Shard};
+use tpuport_batch::{
+    BadRow, BatchOptions, ImageOptions, Layout, Loaded, Progress, Reporter, Shard,
+};
 use tpuport_pjrt::EnvVars;
 
 use crate::cli::GlobalArgs;
