@@ -49,6 +49,10 @@ pub struct ImageOptions {
 /// allocated (4 bytes a pixel at most are allocated).
 const MAX_PIXELS: u64 = 1 << 27;
 
+/// Bytes at the end of a JPEG searched for its end-of-image marker (trailing data after the
+/// marker is tolerated up to this much).
+const JPEG_TAIL: usize = 4096;
+
 impl ImageSpec {
     /// The spec for a model input of `row_shape` (`f32`), with the user's overrides.
     ///
@@ -114,8 +118,17 @@ impl ImageSpec {
         let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
             .with_guessed_format()
             .map_err(|e| e.to_string())?;
-        if reader.format().is_none() {
-            return Err("not a JPEG or PNG image".to_owned());
+        match reader.format() {
+            None => return Err("not a JPEG or PNG image".to_owned()),
+            // The JPEG decoder fills a truncated scan with grey instead of failing; the end
+            // marker (FF D9, which cannot occur inside entropy-coded data) must be near the end.
+            Some(image::ImageFormat::Jpeg) => {
+                let tail = &bytes[bytes.len().saturating_sub(JPEG_TAIL)..];
+                if !tail.windows(2).any(|w| w == [0xFF, 0xD9]) {
+                    return Err("truncated JPEG: no end-of-image marker".to_owned());
+                }
+            }
+            Some(_) => {}
         }
         reader.limits(limits_for());
         let img = reader.decode().map_err(|e| e.to_string())?.to_rgb8();
@@ -224,5 +237,14 @@ mod tests {
         let mut out = Vec::new();
         assert!(s.decode_bytes_into(&bytes[..bytes.len() / 2], &mut out).is_err());
         assert!(s.decode_bytes_into(b"not an image at all", &mut out).is_err());
+        let img = image::RgbImage::from_fn(300, 300, |x, y| {
+            image::Rgb([(x ^ y) as u8, x as u8, y as u8])
+        });
+        let mut jpeg = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut jpeg, image::ImageFormat::Jpeg).unwrap();
+        let jpeg = jpeg.into_inner();
+        s.decode_bytes_into(&jpeg, &mut out).unwrap();
+        let e = s.decode_bytes_into(&jpeg[..jpeg.len() / 2], &mut out).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
     }
 }

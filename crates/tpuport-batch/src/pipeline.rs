@@ -455,9 +455,11 @@ fn write_loop(
         seconds: t0.elapsed().as_secs_f64(),
         device_busy: clock.busy_now().as_secs_f64() / t0.elapsed().as_secs_f64().max(1e-9),
     };
+    let mut shown = None;
     loop {
         if last.elapsed() >= job.progress_every {
             rep.progress(&progress(stats));
+            shown = Some((stats.rows, stats.bad_rows, stats.parts));
             last = Instant::now();
         }
         let msg = match rx.recv_timeout(job.progress_every.max(Duration::from_millis(10))) {
@@ -529,7 +531,9 @@ fn write_loop(
         manifest.done.insert(at, rec);
         manifest.write(job.out, &[])?;
     }
-    rep.progress(&progress(stats));
+    if shown != Some((stats.rows, stats.bad_rows, stats.parts)) {
+        rep.progress(&progress(stats));
+    }
     if let Some((_, _, b)) = fail {
         manifest.write(job.out, std::slice::from_ref(&b))?;
         return Err(BatchError::BadRow { key: b.key, reason: b.reason });

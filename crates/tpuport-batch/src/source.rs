@@ -291,6 +291,11 @@ fn one_line(msg: &str, path: &Path) -> String {
     msg.strip_prefix(&p).unwrap_or(msg).lines().next().unwrap_or("").to_owned()
 }
 
+/// A message on one line (decoders' messages may hold newlines).
+pub(crate) fn flat(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// One row refused: its key and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BadRow {
@@ -400,7 +405,7 @@ pub(crate) fn read_image_rows(
     for i in start..end {
         match spec.decode_into(&listing.files[i], &mut r.inputs[0]) {
             Ok(()) => r.keys.push(listing.key(i)),
-            Err(reason) => r.bad.push(BadRow { key: listing.key(i), reason }),
+            Err(reason) => r.bad.push(BadRow { key: listing.key(i), reason: flat(&reason) }),
         }
     }
     r

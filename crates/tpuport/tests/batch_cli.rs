@@ -382,3 +382,92 @@ fn bad_invocations_are_one_line_errors() {
     assert!(o.stderr.contains("--restart"), "{}", o.stderr);
     assert_eq!(batch(&cache, &model, &input, &out, &["--restart"]).code, 0);
 }
+
+/// MobileNetV2 (torch.onnx dynamo export) lowered at buckets 1 and 4, over 6 generated JPEGs of
+/// assorted sizes and one truncated JPEG: outputs equal `tpuport run` on the rows batch decodes
+/// (the 2-row last window padded into bucket 4), the broken image is recorded.
+#[test]
+fn mobilenet_over_jpegs_equals_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let onnx = common::fixtures().join("torch/mobilenet_v2/dynamo.onnx");
+    let lowered = tmp.path().join("mnv2");
+    let o = common::output(
+        common::runtime_command(&cache)
+            .arg("lower")
+            .arg(&onnx)
+            .args(["--batch", "1,4", "-o"])
+            .arg(&lowered),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let imgs = tmp.path().join("imgs");
+    std::fs::create_dir_all(imgs.join("sub")).unwrap();
+    let mut rng = SplitMix(3);
+    let mut names = Vec::new();
+    for i in 0..6u32 {
+        let (w, h) = (200 + 13 * i, 150 + 21 * i);
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            let n = (rng.next_u64() % 64) as u32;
+            image::Rgb([((x * 255 / w) + n) as u8, ((y * 255 / h) + n / 2) as u8, (n * 3) as u8])
+        });
+        // One in a sub-folder: the walk is recursive, keys are relative paths.
+        let name = if i == 4 { format!("sub/img{i}.jpg") } else { format!("img{i}.jpg") };
+        img.save(imgs.join(&name)).unwrap();
+        names.push(name);
+    }
+    let good = std::fs::read(imgs.join("img0.jpg")).unwrap();
+    std::fs::write(imgs.join("img2b-broken.jpg"), &good[..good.len() / 3]).unwrap();
+    let out = tmp.path().join("out");
+    let norm = ["--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"];
+    let o = batch(&cache, &lowered, &imgs, &out, &norm);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let s: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(s["rows"], 6);
+    assert_eq!(s["bad_rows"], 1);
+    assert_eq!(s["batches"], 2);
+    let errors = std::fs::read_to_string(out.join("_errors.jsonl")).unwrap();
+    assert!(errors.starts_with("{\"key\":\"img2b-broken.jpg\""), "{errors}");
+    assert_eq!(errors.lines().count(), 1);
+    let keys: Vec<String> =
+        serde_json::from_slice(&std::fs::read(out.join("part-00000.keys.json")).unwrap()).unwrap();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    let (shape, got) = npy_f32(&out.join("part-00000.output.npy"));
+    assert_eq!(shape, vec![6, 1000]);
+    // The same rows through `tpuport run` on the bucket-4 module: rows 0..4, then 4..6 padded.
+    let spec = tpuport_batch::ImageSpec::for_input(
+        &[3, 224, 224],
+        &tpuport_batch::ImageOptions {
+            mean: Some([0.485, 0.456, 0.406]),
+            std: Some([0.229, 0.224, 0.225]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut want = Vec::new();
+    for (w, chunk) in keys.chunks(4).enumerate() {
+        let mut x = Vec::new();
+        for k in chunk {
+            spec.decode_into(&imgs.join(k), &mut x).unwrap();
+        }
+        x.resize(4 * spec.row_bytes(), 0);
+        let t = HostTensor::new(DType::F32, vec![4, 3, 224, 224], x).unwrap();
+        let xp = tmp.path().join(format!("x{w}.npy"));
+        tpuport_formats::npy::write_npy(&xp, &t).unwrap();
+        let rdir = tmp.path().join(format!("run{w}"));
+        let r = common::output(
+            common::runtime_command(&cache)
+                .arg("run")
+                .arg(&lowered)
+                .arg("--input")
+                .arg(&xp)
+                .arg("--out")
+                .arg(&rdir),
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let (_, y) = npy_f32(&rdir.join("out0.npy"));
+        want.extend_from_slice(&y[..chunk.len() * 1000 * 4]);
+    }
+    assert!(got == want, "batch and run differ");
+}
