@@ -261,7 +261,7 @@ pub(crate) fn open_tensor_file(
             .zip(inputs)
             .map(|(&o, s)| {
                 let row = s.row_bytes as u64;
-                if row == 0 { rows } else { (file_len.saturating_sub(o) / row).min(rows) }
+                file_len.saturating_sub(o).checked_div(row).map_or(rows, |n| n.min(rows))
             })
             .min()
             .unwrap_or(rows),
@@ -276,7 +276,7 @@ fn read_head(path: &Path) -> std::result::Result<Vec<u8>, String> {
     let mut len = [0u8; 8];
     f.read_exact(&mut len).map_err(|_| "truncated: no safetensors header length".to_owned())?;
     let n = u64::from_le_bytes(len);
-    let max = tpuport_formats::Limits::default().max_header_bytes as u64;
+    let max = tpuport_formats::Limits::default().max_header_bytes;
     if n > max {
         return Err(format!("header length {n} is over the {max}-byte limit"));
     }

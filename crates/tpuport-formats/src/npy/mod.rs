@@ -242,7 +242,7 @@ pub fn read_npy_layout(path: &Path) -> Result<NpyLayout, FormatError> {
         dtype: h.dtype,
         shape: h.shape.clone(),
         data_start: h.data_start as u64,
-        c_order_le: !(h.fortran && h.shape.len() > 1) && !(h.big_endian && wide),
+        c_order_le: !((h.fortran && h.shape.len() > 1) || (h.big_endian && wide)),
     })
 }
 
