@@ -193,12 +193,8 @@ pub(crate) fn open_tensor_file(
             }
         }
         "safetensors" => {
-            let head = match read_head(path) {
-                Ok(h) => h,
-                Err(e) => return Ok(Err(e)),
-            };
             let limits = tpuport_formats::Limits::default();
-            match tpuport_formats::safetensors::header::parse(path, &head, &limits) {
+            match tpuport_formats::safetensors::read_header(path, &limits) {
                 Ok(h) => h
                     .tensors
                     .iter()
@@ -268,21 +264,6 @@ pub(crate) fn open_tensor_file(
         Rows::Npz(_) => rows,
     };
     Ok(Ok(TensorFile { path: path.to_path_buf(), key, rows, complete, data }))
-}
-
-/// The first bytes of a safetensors file: its length prefix and JSON header.
-fn read_head(path: &Path) -> std::result::Result<Vec<u8>, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut len = [0u8; 8];
-    f.read_exact(&mut len).map_err(|_| "truncated: no safetensors header length".to_owned())?;
-    let n = u64::from_le_bytes(len);
-    let max = tpuport_formats::Limits::default().max_header_bytes;
-    if n > max {
-        return Err(format!("header length {n} is over the {max}-byte limit"));
-    }
-    let mut head = len.to_vec();
-    f.take(n).read_to_end(&mut head).map_err(|e| e.to_string())?;
-    Ok(head)
 }
 
 /// An error's message without the path prefix the formats crate puts in front.
@@ -426,5 +407,85 @@ mod tests {
         assert!(!m("part-??.npy", "part-1.npy"));
         assert!(!m("*.npy", "a.npz"));
         assert!(m("*", ""));
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tpuport_model::HostTensor;
+
+    fn sig(name: &str) -> TensorSig {
+        TensorSig { name: name.into(), dtype: DType::F32, row_shape: vec![3], row_bytes: 12 }
+    }
+
+    fn rows(n: usize, base: f32) -> HostTensor {
+        let v: Vec<u8> = (0..n * 3).flat_map(|i| (base + i as f32).to_le_bytes()).collect();
+        HostTensor::new(DType::F32, vec![n as u64, 3], v).unwrap()
+    }
+
+    #[test]
+    fn npy_rows_are_read_by_offset_and_truncation_is_per_row() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.npy");
+        let t = rows(5, 0.0);
+        tpuport_formats::npy::write_npy(&p, &t).unwrap();
+        let f = open_tensor_file(&p, "a.npy".into(), &[sig("x")]).unwrap().unwrap();
+        assert_eq!((f.rows, f.complete), (5, 5));
+        let r = read_tensor_rows(&f, &[sig("x")], 1, 4, &mut NpzCache::default());
+        assert_eq!(r.inputs[0], t.data()[12..48]);
+        assert_eq!(r.keys, ["a.npy:1", "a.npy:2", "a.npy:3"]);
+        // Cut inside row 3: rows 0..3 stay readable, 3 and 4 are bad.
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 20]).unwrap();
+        let f = open_tensor_file(&p, "a.npy".into(), &[sig("x")]).unwrap().unwrap();
+        assert_eq!((f.rows, f.complete), (5, 3));
+        let r = read_tensor_rows(&f, &[sig("x")], 2, 5, &mut NpzCache::default());
+        assert_eq!(r.keys, ["a.npy:2"]);
+        assert_eq!(r.inputs[0], t.data()[24..36]);
+        let bad: Vec<&str> = r.bad.iter().map(|b| b.key.as_str()).collect();
+        assert_eq!(bad, ["a.npy:3", "a.npy:4"]);
+        assert!(r.bad[0].reason.contains("3 of its 5 rows"), "{:?}", r.bad);
+    }
+
+    #[test]
+    fn npz_and_safetensors_bind_arrays_by_input_name() {
+        let d = tempfile::tempdir().unwrap();
+        let (x, y) = (rows(4, 0.0), rows(4, 100.0));
+        let sigs = [sig("x"), sig("y")];
+        let npz = d.path().join("s.npz");
+        tpuport_formats::npy::write_npz(
+            &npz,
+            &[("y".into(), y.clone()), ("x".into(), x.clone())],
+            true,
+        )
+        .unwrap();
+        let st = d.path().join("s.safetensors");
+        let out = |n: &str, t: &HostTensor| tpuport_formats::safetensors::TensorOut {
+            name: n.into(),
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            data: t.data().to_vec().into(),
+        };
+        tpuport_formats::safetensors::write_safetensors(&st, &[out("y", &y), out("x", &x)], &[])
+            .unwrap();
+        for p in [&npz, &st] {
+            let f = open_tensor_file(p, "k".into(), &sigs).unwrap().unwrap();
+            assert_eq!(f.rows, 4);
+            let r = read_tensor_rows(&f, &sigs, 2, 4, &mut NpzCache::default());
+            assert_eq!(r.inputs[0], x.data()[24..48], "{}", p.display());
+            assert_eq!(r.inputs[1], y.data()[24..48], "{}", p.display());
+        }
+        // A missing input name or a wrong row shape is a bad file, with the reason.
+        let e = open_tensor_file(&npz, "k".into(), &[sig("x"), sig("z")]).unwrap().unwrap_err();
+        assert!(e.contains("no array named `z`"), "{e}");
+        let wide = TensorSig { row_shape: vec![4], row_bytes: 16, ..sig("x") };
+        let e = open_tensor_file(&st, "k".into(), &[wide, sig("y")]).unwrap().unwrap_err();
+        assert!(e.contains("[N, 4]"), "{e}");
+        // .npy shards feed one input only: a configuration error, not a bad file.
+        let a = d.path().join("a.npy");
+        tpuport_formats::npy::write_npy(&a, &x).unwrap();
+        assert!(open_tensor_file(&a, "a".into(), &sigs).is_err());
     }
 }
