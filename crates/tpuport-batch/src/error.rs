@@ -24,10 +24,10 @@ pub enum BatchError {
         message: String,
     },
     /// The model could not be opened.
-    #[error("opening the model: {0}")]
+    #[error("opening the model")]
     Model(#[from] tpuport_serve::ServeError),
     /// Executing a batch failed.
-    #[error("executing a batch of part {part}: {source}")]
+    #[error("executing a batch of part {part}")]
     Execute {
         /// The output part the batch belongs to.
         part: usize,
