@@ -119,7 +119,12 @@ struct Report<'a> {
     p: &'a Printer,
     terminal: bool,
     quiet: bool,
+    /// Bad rows reported so far (only the first [`SHOWN_BAD_ROWS`] are shown).
+    bad: std::sync::atomic::AtomicUsize,
 }
+
+/// Bad rows shown on stderr; the errors file has all of them.
+const SHOWN_BAD_ROWS: usize = 20;
 
 fn secs(s: f64) -> String {
     if s >= 3600.0 {
@@ -182,7 +187,12 @@ impl Reporter for Report<'_> {
         }
     }
     fn bad_row(&self, b: &BadRow) {
-        self.p.warn(&format!("skipped {}: {}", b.key, b.reason));
+        let n = self.bad.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n < SHOWN_BAD_ROWS {
+            self.p.warn(&format!("skipped {}: {}", b.key, b.reason));
+        } else if n == SHOWN_BAD_ROWS {
+            self.p.warn("more rows skipped; the errors file lists every one");
+        }
     }
 }
 
@@ -218,7 +228,12 @@ pub(crate) fn run(a: &BatchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         o.cache = None;
     }
     o.progress_every = Duration::from_secs_f64(a.progress_every);
-    let rep = Report { p, terminal: std::io::stderr().is_terminal(), quiet: g.quiet };
+    let rep = Report {
+        p,
+        terminal: std::io::stderr().is_terminal(),
+        quiet: g.quiet,
+        bad: std::sync::atomic::AtomicUsize::new(0),
+    };
     let summary = tpuport_batch::run(&o, &rep)?;
     super::emit_report(p, g.format, &summary, || tpuport_report::batch::render(&summary))?;
     Ok(Status::Success)
