@@ -22,9 +22,9 @@ Goals (issue 16): >= 1.3x on MobileNetV2 over JPEGs, >= 1.0x on ResNet-50 at bat
 executor waits for input <= 10 % of the run whenever decoding a batch is cheaper than computing
 it (the wait fraction is printed).
 
-Memory: one `tpuport batch` over the MobileNetV2 set and one over a set 10x larger (the same
-JPEGs hard-linked under other names), peak RSS sampled from /proc/PID/status every 50 ms; the
-ratio of the peaks should stay near 1 (bounded queues, parts of fixed size).
+Memory: one `tpuport batch` with the JAX MLP over 40,000 rows of .npy shards and one over
+400,000 (the same shards hard-linked ten times), peak RSS sampled from /proc/PID/status every
+50 ms; the ratio of the peaks should stay near 1 (bounded queues, parts of fixed size).
 """
 
 import argparse
@@ -105,6 +105,40 @@ def peak_rss(cmd: list[str]) -> tuple[int, float]:
     return p.returncode, peak / 1024
 
 
+def memory_check(exe: str, fixtures: Path, work: Path) -> None:
+    """Peak RSS of `tpuport batch` with the JAX MLP over 40,000 rows of .npy shards, then over
+    400,000 (the same shards hard-linked ten times): bounded queues and fixed-size parts keep
+    it flat while the input grows (the small run is already in its steady state)."""
+    from safetensors.numpy import save_file
+    fx = fixtures / "jax"
+    entry = work / "mlp"
+    entry.mkdir()
+    save_file({n: np.load(fx / "mlp_b128" / "inputs" / f"arg{i}.npy")
+               for i, n in enumerate(["w1", "b1", "w2", "b2"])}, str(entry / "w.safetensors"))
+    shutil.copy(fx / "mlp_b1" / "jit.mlir", entry / "m1.mlir")
+    shutil.copy(fx / "mlp_b128" / "jit.mlir", entry / "m128.mlir")
+    (entry / "config.toml").write_text(
+        '[model]\nkind = "stablehlo"\npath = "w.safetensors"\n'
+        'modules = { "1" = "m1.mlir", "128" = "m128.mlir" }\n'
+        'args = ["weight:w1", "weight:b1", "weight:w2", "weight:b2", "input:x"]\n')
+    small, big = work / "rows1x", work / "rows10x"
+    small.mkdir()
+    big.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(8):
+        np.save(small / f"s{i}.npy", rng.standard_normal((5000, 784)).astype(np.float32))
+        for k in range(10):
+            os.link(small / f"s{i}.npy", big / f"c{k}-s{i}.npy")
+    base = [exe, "--python", sys.executable, "batch", str(entry), "--restart",
+            "--progress-every", "3600"]
+    c1, m1 = peak_rss(base + ["--input", str(small), "--output", str(work / "o1")])
+    c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(work / "o10")])
+    if c1 or c10:
+        sys.exit("tpuport batch failed in the memory check")
+    print(f"batch memory: peak RSS {m1:.0f} MiB over 40,000 MLP rows (120 MiB of .npy), "
+          f"{m10:.0f} MiB over 400,000 (1.2 GiB): x{m10 / m1:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tpuport", required=True)
@@ -147,20 +181,7 @@ def main() -> None:
                   f"{s['device_busy'] * 100:.1f} %, decode {s['decode_seconds']:.2f} s on "
                   f"{s['decoders']} threads, padding {s['padding_waste'] * 100:.1f} %, "
                   f"rounds tpuport {[round(x, 1) for x in tp]} python {[round(x, 1) for x in py]}")
-            if model == "mobilenet_v2":
-                big = work / "imgs10x"
-                big.mkdir()
-                for k in range(10):
-                    for f in sorted(imgs.glob("*.jpg")):
-                        os.link(f, big / f"c{k}-{f.name}")
-                base = [a.tpuport, "--python", sys.executable, "batch", str(lowered), "--batch", str(batch), "--restart",
-                        "--progress-every", "3600"]
-                c1, m1 = peak_rss(base + ["--input", str(imgs), "--output", str(work / "r1")])
-                c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(work / "r10")])
-                if c1 or c10:
-                    sys.exit("tpuport batch failed in the memory check")
-                print(f"  memory: peak RSS {m1:.0f} MiB over {n} images, {m10:.0f} MiB over "
-                      f"{10 * n} (x{m10 / m1:.2f})")
+        memory_check(a.tpuport, a.fixtures, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
