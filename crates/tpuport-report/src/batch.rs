@@ -44,3 +44,55 @@ pub fn render(s: &Summary) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use tpuport_batch::{Loaded, Shard, Summary};
+
+    fn summary(bad: u64) -> Summary {
+        Summary {
+            schema: tpuport_batch::SCHEMA,
+            model: Loaded {
+                name: "mnv2".into(),
+                platform: "cpu".into(),
+                buckets: vec![1, 8],
+                batch: 8,
+                load_seconds: 1.5,
+            },
+            output: PathBuf::from("out"),
+            shard: Shard { index: 1, count: 3 },
+            parts: 4,
+            parts_skipped: 1,
+            parts_written: 3,
+            rows: 300,
+            bad_rows: bad,
+            batches: 38,
+            padding_waste: 0.0133,
+            seconds: 2.0,
+            rows_per_second: 150.0,
+            device_busy: 0.97,
+            input_wait: 0.02,
+            decode_seconds: 0.8,
+            decoders: 2,
+            in_flight: 2,
+            manifest: PathBuf::from("out/_manifest.shard-00001-of-00003.json"),
+            errors_file: PathBuf::from("out/_errors.shard-00001-of-00003.jsonl"),
+        }
+    }
+
+    #[test]
+    fn says_rows_speed_waits_and_where_the_files_are() {
+        let t = super::render(&summary(0));
+        assert!(t.starts_with("batch mnv2 on cpu: 300 rows written, 0 bad, in 3 part(s) (1 already done) of shard 1/3\n"), "{t}");
+        assert!(t.contains("150.0 rows/s over 2.00 s; 38 batch(es) at bucket 8"), "{t}");
+        assert!(t.contains("padding 1.3 %"), "{t}");
+        assert!(t.contains("device busy 97.0 %, executors waiting for input 2.0 %"), "{t}");
+        assert!(!t.contains("bad rows listed"), "{t}");
+        assert!(
+            super::render(&summary(2))
+                .contains("bad rows listed in out/_errors.shard-00001-of-00003.jsonl")
+        );
+    }
+}
