@@ -471,3 +471,39 @@ fn mobilenet_over_jpegs_equals_run() {
     }
     assert!(got == want, "batch and run differ");
 }
+
+/// An ONNX model lowered on the fly at `--buckets 2,4`, over the fixture's `.npz` of inputs
+/// (3 rows: a window of 2, then 1 row padded into bucket 2), against onnxruntime's outputs.
+#[test]
+fn onnx_lowered_on_the_fly_over_an_npz_matches_the_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let fx = common::fixtures().join("onnx_small");
+    let out = tmp.path().join("out");
+    let o = batch(
+        &cache,
+        &fx.join("external_data.onnx"),
+        &fx.join("external_data.inputs.npz"),
+        &out,
+        &["--buckets", "2,4", "--batch", "2"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let s: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(s["model"]["buckets"], serde_json::json!([2, 4]));
+    assert_eq!(s["batches"], 2);
+    let want = tpuport_formats::npy::read_npz(&fx.join("external_data.outputs.npz")).unwrap();
+    let want = &want[0].1;
+    let part = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".npy"))
+        .unwrap();
+    let got = tpuport_formats::npy::read_npy(&part).unwrap();
+    assert_eq!(got.shape, want.shape);
+    let f = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    };
+    for (g, w) in f(got.data()).iter().zip(f(want.data())) {
+        assert!((g - w).abs() <= 1e-5 + 1e-5 * w.abs(), "{g} vs {w}");
+    }
+}
