@@ -18,6 +18,10 @@ Per model (torch.onnx dynamo exports from the fixture set):
   ratio    tpuport rows/s / Python rows/s (higher is better). Best of ROUNDS alternating
            rounds per side, to damp other load on a shared machine.
 
+Engine: `tpuport bench LOWERED --iters 5` (the same module on random inputs, one execution at a
+time, no decode, nothing written): items/s of XLA:CPU alone, to tell the pipeline's cost from
+the compiler's.
+
 Goals (issue 16): >= 1.3x on MobileNetV2 over JPEGs, >= 1.0x on ResNet-50 at batch 8; the
 executor waits for input <= 10 % of the run whenever decoding a batch is cheaper than computing
 it (the wait fraction is printed).
@@ -171,6 +175,10 @@ def main() -> None:
                 summaries.append(s)
                 tp.append(s["rows_per_second"])
                 py.append(run_python(onnx, imgs, work / f"{model}-py", batch, (224, 224)))
+            r = subprocess.run([a.tpuport, "--python", sys.executable, "--format", "json",
+                                "bench", str(lowered), "--iters", "5"],
+                               capture_output=True, text=True)
+            engine = json.loads(r.stdout)["results"][0]["items_per_s"] if r.returncode == 0 else 0
             best = max(range(rounds), key=lambda i: tp[i])
             s = summaries[best]
             ratio = max(tp) / max(py)
@@ -181,6 +189,9 @@ def main() -> None:
                   f"{s['device_busy'] * 100:.1f} %, decode {s['decode_seconds']:.2f} s on "
                   f"{s['decoders']} threads, padding {s['padding_waste'] * 100:.1f} %, "
                   f"rounds tpuport {[round(x, 1) for x in tp]} python {[round(x, 1) for x in py]}")
+            print(f"  engine alone (`tpuport bench` on the same module, random inputs, one "
+                  f"execution at a time): {engine:.1f} items/s; batch reaches "
+                  f"{max(tp) / engine if engine else 0:.2f}x of it")
         memory_check(a.tpuport, a.fixtures, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
