@@ -21,6 +21,7 @@
 mod error;
 pub mod image;
 pub mod output;
+mod parquet;
 mod pipeline;
 mod source;
 

@@ -44,7 +44,7 @@ impl Listing {
 fn kind_of(p: &Path) -> Option<Kind> {
     let ext = p.extension()?.to_str()?.to_ascii_lowercase();
     match ext.as_str() {
-        "npy" | "npz" | "safetensors" => Some(Kind::Tensors),
+        "npy" | "npz" | "safetensors" | "parquet" => Some(Kind::Tensors),
         "jpg" | "jpeg" | "png" => Some(Kind::Images),
         _ => None,
     }
@@ -100,7 +100,7 @@ pub(crate) fn list(input: &Path) -> Result<Listing> {
     let Some(kind) = kinds.next() else {
         return Err(BatchError::invalid(
             input.display().to_string(),
-            "no .npy, .npz, .safetensors, .jpg, .jpeg or .png file",
+            "no .npy, .npz, .safetensors, .parquet, .jpg, .jpeg or .png file",
         ));
     };
     if kinds.any(|k| k != kind) {
@@ -142,6 +142,8 @@ pub(crate) enum Rows {
     Offsets(Vec<u64>),
     /// An `.npz`: the members, in model-input order, read whole when a window needs them.
     Npz(Vec<String>),
+    /// A Parquet file: the column of each model input.
+    Parquet(Vec<usize>),
 }
 
 /// A tensor shard, opened.
@@ -168,6 +170,15 @@ pub(crate) fn open_tensor_file(
         Ok(m) => m.len(),
         Err(e) => return Ok(Err(e.to_string())),
     };
+    if ext == "parquet" {
+        return Ok(crate::parquet::open(path, inputs).map(|(rows, cols)| TensorFile {
+            path: path.to_path_buf(),
+            key,
+            rows,
+            complete: rows,
+            data: Rows::Parquet(cols),
+        }));
+    }
     // (name, dtype, shape, start offset or None for npz)
     let arrays: Vec<(String, DType, Vec<u64>, Option<u64>)> = match ext.as_str() {
         "npy" => {
@@ -261,7 +272,7 @@ pub(crate) fn open_tensor_file(
             })
             .min()
             .unwrap_or(rows),
-        Rows::Npz(_) => rows,
+        Rows::Npz(_) | Rows::Parquet(_) => rows,
     };
     Ok(Ok(TensorFile { path: path.to_path_buf(), key, rows, complete, data }))
 }
@@ -314,6 +325,9 @@ pub(crate) fn read_tensor_rows(
     let n = good_end - start;
     let mut failed = None;
     match &f.data {
+        Rows::Parquet(cols) => {
+            return crate::parquet::read_rows(&f.path, &f.key, cols, inputs, start, end);
+        }
         Rows::Offsets(offs) => {
             for ((off, sig), buf) in offs.iter().zip(inputs).zip(&mut r.inputs) {
                 let row = sig.row_bytes as u64;
