@@ -507,3 +507,87 @@ fn onnx_lowered_on_the_fly_over_an_npz_matches_the_reference() {
         assert!((g - w).abs() <= 1e-5 + 1e-5 * w.abs(), "{g} vs {w}");
     }
 }
+
+/// The MLP over a Parquet file (one `x` column of fixed-size lists, plus a `id` column it
+/// ignores) writes the same bytes as over the same rows in `.npy`, which equal `tpuport run`
+/// (above); a row of the wrong length in a variable-list file is recorded, the others kept.
+#[test]
+fn mlp_over_parquet_equals_the_npy_run() {
+    use std::sync::Arc;
+
+    use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, Int64Builder, ListBuilder};
+    use arrow_array::{Array, RecordBatch};
+    use arrow_schema::{Field, Schema};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let model = mlp_entry(tmp.path());
+    let (npy, pq) = (tmp.path().join("npy"), tmp.path().join("pq"));
+    std::fs::create_dir_all(&npy).unwrap();
+    std::fs::create_dir_all(&pq).unwrap();
+    let rows = 150;
+    let v = write_rows(&npy.join("a.npy"), rows, 31);
+    let write = |path: &Path, fixed: bool, short_row: Option<usize>| {
+        let mut ids = Int64Builder::new();
+        let x: Arc<dyn Array> = if fixed {
+            let mut b = FixedSizeListBuilder::new(Float32Builder::new(), MLP_ROW as i32);
+            for r in 0..rows {
+                b.values().append_slice(&v[r * MLP_ROW..(r + 1) * MLP_ROW]);
+                b.append(true);
+                ids.append_value(r as i64);
+            }
+            Arc::new(b.finish())
+        } else {
+            let mut b = ListBuilder::new(Float32Builder::new());
+            for r in 0..rows {
+                let n = if Some(r) == short_row { MLP_ROW - 1 } else { MLP_ROW };
+                b.values().append_slice(&v[r * MLP_ROW..r * MLP_ROW + n]);
+                b.append(true);
+                ids.append_value(r as i64);
+            }
+            Arc::new(b.finish())
+        };
+        let ids = Arc::new(ids.finish());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", ids.data_type().clone(), false),
+            Field::new("x", x.data_type().clone(), false),
+        ]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![ids, x]).unwrap();
+        let f = std::fs::File::create(path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    };
+    write(&pq.join("a.parquet"), true, None);
+    let args = ["--rows-per-part", "128"];
+    let (o1, o2) = (tmp.path().join("o-npy"), tmp.path().join("o-pq"));
+    assert_eq!(batch(&cache, &model, &npy, &o1, &args).code, 0);
+    let o = batch(&cache, &model, &pq, &o2, &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for p in 0..2 {
+        let name = format!("part-{p:05}.output0.npy");
+        assert!(std::fs::read(o1.join(&name)).unwrap() == std::fs::read(o2.join(&name)).unwrap());
+    }
+    let keys: Vec<String> =
+        serde_json::from_slice(&std::fs::read(o2.join("part-00001.keys.json")).unwrap()).unwrap();
+    assert_eq!(keys[0], "a.parquet:128");
+
+    // Variable-length lists, row 140 one value short.
+    let pq2 = tmp.path().join("pq2");
+    std::fs::create_dir_all(&pq2).unwrap();
+    write(&pq2.join("a.parquet"), false, Some(140));
+    let o3 = tmp.path().join("o-pq2");
+    let o = batch(&cache, &model, &pq2, &o3, &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let s: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!((s["rows"].as_u64(), s["bad_rows"].as_u64()), (Some(149), Some(1)));
+    let errors = std::fs::read_to_string(o3.join("_errors.jsonl")).unwrap();
+    assert!(
+        errors.contains("\"key\":\"a.parquet:140\"") && errors.contains("783 values"),
+        "{errors}"
+    );
+    assert!(
+        std::fs::read(o1.join("part-00000.output0.npy")).unwrap()
+            == std::fs::read(o3.join("part-00000.output0.npy")).unwrap()
+    );
+}
