@@ -33,7 +33,7 @@ use sha2::{Digest, Sha256};
 
 pub use error::{BatchError, Result};
 pub use image::{ImageOptions, ImageSpec, Layout};
-pub use output::{Manifest, PartRecord};
+pub use output::{Manifest, OutputFormat, PartRecord};
 pub use source::BadRow;
 
 /// JSON schema id of the [`Summary`].
@@ -87,6 +87,8 @@ pub struct BatchOptions {
     pub cache: Option<tpuport_pjrt::ExecutableCache>,
     /// How often [`Reporter::progress`] is called.
     pub progress_every: Duration,
+    /// How parts are written.
+    pub format: OutputFormat,
 }
 
 impl BatchOptions {
@@ -109,6 +111,7 @@ impl BatchOptions {
             plugin: None,
             cache: Some(tpuport_pjrt::ExecutableCache::default_location()),
             progress_every: Duration::from_secs(5),
+            format: OutputFormat::Npy,
         }
     }
 }
@@ -326,6 +329,7 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
         in_flight,
         fail_fast: opts.fail_fast,
         progress_every: opts.progress_every,
+        format: opts.format,
     };
     let stats = pipeline::run(&job, &mut manifest, rep)?;
     let secs = stats.seconds;
@@ -371,7 +375,9 @@ fn fingerprint(
     for s in model.inputs.iter().chain(&model.outputs) {
         h.update(format!("{}:{}:{:?};", s.name, s.dtype, s.row_shape).as_bytes());
     }
-    h.update(format!("{:?};{batch};{part_rows};", model.bucket_sizes()).as_bytes());
+    h.update(
+        format!("{:?};{batch};{part_rows};{:?};", model.bucket_sizes(), opts.format).as_bytes(),
+    );
     if let Some(spec) = &plan.spec {
         h.update(serde_json::to_string(spec).unwrap_or_default().as_bytes());
     }

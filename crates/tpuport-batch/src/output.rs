@@ -151,6 +151,65 @@ fn safe(name: &str) -> String {
     if s.is_empty() || s.starts_with('.') { format!("out{s}") } else { s }
 }
 
+/// How parts are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// `part-P.<output>.npy` per output and `part-P.keys.json`.
+    #[default]
+    Npy,
+    /// `part-P.parquet`: a `key` column, then one column per output (fixed-size lists of the
+    /// output's elements, row-major).
+    Parquet,
+}
+
+/// Writes part `part` as one Parquet file: `key`, then one column per output.
+pub(crate) fn write_part_parquet(
+    dir: &Path,
+    part: usize,
+    outputs: &[TensorSig],
+    data: &[Vec<u8>],
+    keys: &[String],
+) -> Result<Vec<String>> {
+    use std::sync::Arc;
+
+    use arrow_array::builder::StringBuilder;
+    use arrow_array::{ArrayRef, RecordBatch};
+    use arrow_schema::{Field, Schema};
+
+    let file = format!("part-{part:05}.parquet");
+    let path = dir.join(&file);
+    let invalid = |m: String| BatchError::invalid(path.display().to_string(), m);
+    let mut k = StringBuilder::new();
+    for key in keys {
+        k.append_value(key);
+    }
+    let mut cols: Vec<ArrayRef> = vec![Arc::new(k.finish())];
+    let mut fields = vec![Field::new("key", arrow_schema::DataType::Utf8, false)];
+    let mut used = vec!["key".to_owned()];
+    for (i, (sig, bytes)) in outputs.iter().zip(data).enumerate() {
+        let col = crate::parquet::list_column(sig, bytes)
+            .map_err(|m| invalid(format!("output `{}`: {m}", sig.name)))?;
+        let mut name = sig.name.clone();
+        if used.contains(&name) {
+            name = format!("{name}{i}");
+        }
+        used.push(name.clone());
+        fields.push(Field::new(name, col.data_type().clone(), false));
+        cols.push(col);
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(|e| invalid(e.to_string()))?;
+    tpuport_model::fs::write_atomic(&path, |f| {
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(f, schema, None).map_err(std::io::Error::other)?;
+        w.write(&batch).map_err(std::io::Error::other)?;
+        w.close().map(|_| ()).map_err(std::io::Error::other)
+    })
+    .map_err(|e| BatchError::io(&path, e))?;
+    Ok(vec![file])
+}
+
 /// Writes part `part`: `rows` rows of every output, and the keys. Returns the file names.
 pub(crate) fn write_part(
     dir: &Path,

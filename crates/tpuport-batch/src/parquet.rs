@@ -36,6 +36,48 @@ fn arrow_of(d: DType) -> Option<DataType> {
     })
 }
 
+/// A column of fixed-size lists (one per row) from the rows' little-endian bytes.
+pub(crate) fn list_column(sig: &TensorSig, bytes: &[u8]) -> Result<ArrayRef, String> {
+    use std::sync::Arc;
+
+    use arrow_array::builder::{
+        FixedSizeListBuilder, Float32Builder, Float64Builder, Int8Builder, Int16Builder,
+        Int32Builder, Int64Builder, UInt8Builder, UInt16Builder, UInt32Builder, UInt64Builder,
+    };
+
+    let elems = usize::try_from(sig.row_shape.iter().product::<u64>()).unwrap_or(0);
+    let size = i32::try_from(elems).map_err(|_| "rows too large for a list".to_owned())?;
+    if elems == 0 {
+        return Err("rows of zero elements".to_owned());
+    }
+    macro_rules! lists {
+        ($builder:ty, $t:ty) => {{
+            let w = std::mem::size_of::<$t>();
+            let mut b = FixedSizeListBuilder::new(<$builder>::new(), size);
+            for row in bytes.chunks_exact(elems * w) {
+                for c in row.chunks_exact(w) {
+                    b.values().append_value(<$t>::from_le_bytes(c.try_into().unwrap_or_default()));
+                }
+                b.append(true);
+            }
+            Arc::new(b.finish()) as ArrayRef
+        }};
+    }
+    Ok(match sig.dtype {
+        DType::F32 => lists!(Float32Builder, f32),
+        DType::F64 => lists!(Float64Builder, f64),
+        DType::I8 => lists!(Int8Builder, i8),
+        DType::I16 => lists!(Int16Builder, i16),
+        DType::I32 => lists!(Int32Builder, i32),
+        DType::I64 => lists!(Int64Builder, i64),
+        DType::U8 => lists!(UInt8Builder, u8),
+        DType::U16 => lists!(UInt16Builder, u16),
+        DType::U32 => lists!(UInt32Builder, u32),
+        DType::U64 => lists!(UInt64Builder, u64),
+        d => return Err(format!("{d} has no Parquet column type here; use --output-format npy")),
+    })
+}
+
 /// Whether a column of `dt` can feed `sig` (its element type, or binary).
 fn fits(dt: &DataType, sig: &TensorSig) -> bool {
     let want = arrow_of(sig.dtype);

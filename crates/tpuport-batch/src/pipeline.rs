@@ -131,6 +131,7 @@ pub(crate) struct Job<'a> {
     pub(crate) in_flight: usize,
     pub(crate) fail_fast: bool,
     pub(crate) progress_every: Duration,
+    pub(crate) format: output::OutputFormat,
 }
 
 /// What the run measured.
@@ -522,7 +523,14 @@ fn write_loop(
             keys.extend(d.keys);
             bad.extend(d.bad);
         }
-        let files = output::write_part(job.out, part, &job.model.outputs, &outs, &keys)?;
+        let files = match job.format {
+            output::OutputFormat::Npy => {
+                output::write_part(job.out, part, &job.model.outputs, &outs, &keys)?
+            }
+            output::OutputFormat::Parquet => {
+                output::write_part_parquet(job.out, part, &job.model.outputs, &outs, &keys)?
+            }
+        };
         stats.parts += 1;
         stats.rows += keys.len() as u64;
         stats.bad_rows += bad.len() as u64;

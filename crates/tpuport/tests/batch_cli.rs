@@ -590,4 +590,38 @@ fn mlp_over_parquet_equals_the_npy_run() {
         std::fs::read(o1.join("part-00000.output0.npy")).unwrap()
             == std::fs::read(o3.join("part-00000.output0.npy")).unwrap()
     );
+
+    // Parquet output: a key column and the output rows, equal to the .npy parts; a second run
+    // writes the same bytes.
+    let o4 = tmp.path().join("o-pq-out");
+    let pargs = ["--rows-per-part", "128", "--output-format", "parquet"];
+    assert_eq!(batch(&cache, &model, &npy, &o4, &pargs).code, 0);
+    let first = std::fs::read(o4.join("part-00001.parquet")).unwrap();
+    assert_eq!(batch(&cache, &model, &npy, &o4, &[&pargs[..], &["--restart"]].concat()).code, 0);
+    assert!(std::fs::read(o4.join("part-00001.parquet")).unwrap() == first);
+    for p in 0..2 {
+        let f = std::fs::File::open(o4.join(format!("part-{p:05}.parquet"))).unwrap();
+        let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap();
+        let mut keys = Vec::new();
+        let mut vals = Vec::new();
+        for b in r {
+            let b = b.unwrap();
+            let k = b.column(0).as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
+            keys.extend((0..k.len()).map(|i| k.value(i).to_owned()));
+            let l = b.column(1).as_any().downcast_ref::<arrow_array::FixedSizeListArray>().unwrap();
+            assert_eq!(l.value_length(), 10);
+            let v = l.values().as_any().downcast_ref::<arrow_array::Float32Array>().unwrap();
+            vals.extend(v.values().iter().flat_map(|x| x.to_le_bytes()));
+        }
+        let want_keys: Vec<String> = serde_json::from_slice(
+            &std::fs::read(o1.join(format!("part-{p:05}.keys.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(keys, want_keys);
+        let (_, want) = npy_f32(&o1.join(format!("part-{p:05}.output0.npy")));
+        assert!(vals == want, "part {p}: parquet values differ from the npy part");
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use tpuport_batch::{
-    BadRow, BatchOptions, ImageOptions, Layout, Loaded, Progress, Reporter, Shard,
+    BadRow, BatchOptions, ImageOptions, Layout, Loaded, OutputFormat, Progress, Reporter, Shard,
 };
 use tpuport_pjrt::EnvVars;
 
@@ -23,6 +23,15 @@ pub(crate) enum LayoutArg {
     Nchw,
     /// `[H, W, 3]`.
     Nhwc,
+}
+
+/// Output format flag.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum OutputFormatArg {
+    /// `part-P.<output>.npy` and `part-P.keys.json`.
+    Npy,
+    /// `part-P.parquet`.
+    Parquet,
 }
 
 /// Arguments of `tpuport batch`.
@@ -57,6 +66,10 @@ pub(crate) struct BatchArgs {
     /// Per-channel standard deviation divided by, e.g. `0.229,0.224,0.225`.
     #[arg(long, value_name = "R,G,B", value_parser = parse_rgb)]
     pub(crate) std: Option<[f32; 3]>,
+    /// How parts are written: `.npy` per output plus a keys file, or one Parquet file with a
+    /// `key` column and a list column per output.
+    #[arg(long, value_enum, default_value_t = OutputFormatArg::Npy)]
+    pub(crate) output_format: OutputFormatArg,
     /// Image layout (default: from the model's input shape).
     #[arg(long, value_enum)]
     pub(crate) layout: Option<LayoutArg>,
@@ -228,6 +241,10 @@ pub(crate) fn run(a: &BatchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         o.cache = None;
     }
     o.progress_every = Duration::from_secs_f64(a.progress_every);
+    o.format = match a.output_format {
+        OutputFormatArg::Npy => OutputFormat::Npy,
+        OutputFormatArg::Parquet => OutputFormat::Parquet,
+    };
     let rep = Report {
         p,
         terminal: std::io::stderr().is_terminal(),
