@@ -160,8 +160,7 @@ fn mlp_over_npy_shards_equals_run_including_padded_batches() {
     assert_eq!(std::fs::read(out.join("_errors.jsonl")).unwrap(), b"");
 }
 
-/// A dataset big enough that a debug build takes a few seconds: 24 files of 200 rows, parts of
-/// 128 rows (48 parts).
+/// 24 files of 200 rows; with parts of 128 rows, 48 parts.
 fn big_input(dir: &Path) -> PathBuf {
     let input = dir.join("big");
     std::fs::create_dir_all(&input).unwrap();
@@ -185,7 +184,8 @@ fn sigkill_then_resume_writes_identical_files() {
     let cache = tmp.path().join("cache");
     let model = mlp_entry(tmp.path());
     let input = big_input(tmp.path());
-    let args = ["--rows-per-part", "128", "--decoders", "2"];
+    // Bucket 1: 4,800 executions, slow enough to be killed at chosen points.
+    let args = ["--rows-per-part", "128", "--decoders", "2", "--batch", "1"];
     let whole = tmp.path().join("whole");
     let o = batch(&cache, &model, &input, &whole, &args);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -201,7 +201,7 @@ fn sigkill_then_resume_writes_identical_files() {
         let manifest = out.join("_manifest.json");
         let t = Instant::now();
         if k == 0 {
-            std::thread::sleep(Duration::from_millis(200 + rng.next_u64() % 800));
+            std::thread::sleep(Duration::from_millis(100 + rng.next_u64() % 500));
         } else {
             while done_parts(&manifest) < k && t.elapsed() < Duration::from_secs(120) {
                 if child.try_wait().unwrap().is_some() {
