@@ -139,6 +139,7 @@ bench: fixtures build libtpu
 	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_port.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_batch.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
 	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
 	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport

@@ -18,6 +18,7 @@
 //! data.
 
 pub mod audit;
+pub mod batch;
 pub mod bench;
 pub mod catalog;
 pub mod check;

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{ErrorKind, InferError};
 use crate::metrics::{Counter, Gauge, Histogram, Registry, names};
-use crate::model::{Model, Slot};
+use crate::model::Model;
 
 /// Rows per output for one request, in the model's output order.
 pub(crate) type Reply = Result<Vec<Bytes>, InferError>;
@@ -432,52 +432,21 @@ fn execute(
     scratch: &mut [Vec<u8>],
 ) -> Result<Vec<Bytes>, tpuport_pjrt::PjrtError> {
     let whole = pieces.len() == 1 && pieces[0].item.rows == bucket.rows && total == bucket.rows;
-    let mut bufs = Vec::with_capacity(model.inputs.len());
     for (i, sig) in model.inputs.iter().enumerate() {
-        let mut dims = Vec::with_capacity(sig.row_shape.len() + 1);
-        if model.batched {
-            dims.push(bucket.rows as u64);
+        if whole {
+            continue;
         }
-        dims.extend_from_slice(&sig.row_shape);
-        let bytes: &[u8] = if whole {
-            &pieces[0].item.inputs[i]
-        } else {
-            let buf = &mut scratch[i];
-            buf.clear();
-            for p in pieces {
-                let src = &p.item.inputs[i];
-                buf.extend_from_slice(
-                    &src[p.start * sig.row_bytes..(p.start + p.len) * sig.row_bytes],
-                );
-            }
-            buf.resize(bucket.rows * sig.row_bytes, 0);
-            buf
-        };
-        bufs.push(model.client.buffer_from_bytes(sig.dtype, &dims, bytes, &model.device)?);
+        let buf = &mut scratch[i];
+        buf.clear();
+        for p in pieces {
+            let src = &p.item.inputs[i];
+            buf.extend_from_slice(&src[p.start * sig.row_bytes..(p.start + p.len) * sig.row_bytes]);
+        }
+        buf.resize(bucket.rows * sig.row_bytes, 0);
     }
-    let args: Vec<&tpuport_pjrt::Buffer> = model
-        .slots
-        .iter()
-        .map(|s| match *s {
-            Slot::Input(i) => &bufs[i],
-            Slot::Weight(w) => &model.weights[w],
-        })
+    let inputs: Vec<&[u8]> = (0..model.inputs.len())
+        .map(|i| if whole { &pieces[0].item.inputs[i][..] } else { &scratch[i][..] })
         .collect();
-    let outs = bucket.exe.execute_one(&args)?;
-    outs.iter()
-        .zip(&model.outputs)
-        .map(|(o, sig)| {
-            let data = o.to_host()?.into_data();
-            // Checked at load; kept so a plugin surprise fails the batch instead of a worker.
-            if data.len() != bucket.rows * sig.row_bytes {
-                return Err(tpuport_pjrt::PjrtError::InvalidArgument(format!(
-                    "output `{}`: {} bytes, expected {}",
-                    sig.name,
-                    data.len(),
-                    bucket.rows * sig.row_bytes
-                )));
-            }
-            Ok(Bytes::from(data))
-        })
-        .collect()
+    let outs = model.execute_rows(bucket, &inputs)?;
+    Ok(outs.into_iter().map(Bytes::from).collect())
 }

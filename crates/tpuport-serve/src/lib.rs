@@ -19,6 +19,7 @@ mod model;
 pub mod repo;
 mod rest;
 mod server;
+mod standalone;
 mod state;
 pub mod wire;
 
@@ -27,6 +28,7 @@ pub use error::{ErrorKind, InferError, ServeError};
 pub use model::{Model, TensorSig};
 pub use rest::HEADER_LENGTH;
 pub use server::{app, serve, serve_blocking, serve_state, shutdown_signal};
+pub use standalone::{OpenOptions, client, open_model};
 pub use state::{Reporter, State};
 
 /// The server's OpenAPI 3 document (served at `/openapi.json`).

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tpuport_model::DType;
 use tpuport_pjrt::{
-    Buffer, CacheStatus, Client, CompileOptions, Device, LoadedExecutable, Program,
+    Buffer, CacheStatus, Client, CompileOptions, Device, LoadedExecutable, PjrtError, Program,
 };
 
 use crate::error::{InferError, ServeError};
@@ -279,9 +279,97 @@ impl Model {
         self.buckets.iter().map(|b| b.rows).collect()
     }
 
-    /// The smallest bucket that holds `rows` (the largest when none does).
-    pub(crate) fn bucket_for(&self, rows: usize) -> usize {
+    /// The index of the smallest bucket that holds `rows` (the largest when none does).
+    #[must_use]
+    pub fn bucket_for(&self, rows: usize) -> usize {
         self.buckets.iter().position(|b| b.rows >= rows).unwrap_or(self.buckets.len() - 1)
+    }
+
+    /// Runs bucket `bucket` (an index into [`Model::bucket_sizes`]) on one host buffer per
+    /// input, each holding exactly the bucket's rows (the caller pads), and returns one host
+    /// buffer per output holding the bucket's rows. Uploads the inputs, executes with the
+    /// weights already on the device, downloads the outputs. Several threads may call it at
+    /// once: each call is one execution in flight.
+    ///
+    /// # Errors
+    /// A bucket index out of range or an input of the wrong length ([`PjrtError::InvalidArgument`]),
+    /// or the runtime's failure.
+    pub fn execute_bucket(
+        &self,
+        bucket: usize,
+        inputs: &[&[u8]],
+    ) -> Result<Vec<Vec<u8>>, PjrtError> {
+        let b = self.buckets.get(bucket).ok_or_else(|| {
+            PjrtError::InvalidArgument(format!("model `{}` has no bucket #{bucket}", self.name))
+        })?;
+        if inputs.len() != self.inputs.len() {
+            return Err(PjrtError::InvalidArgument(format!(
+                "model `{}` takes {} inputs, got {}",
+                self.name,
+                self.inputs.len(),
+                inputs.len()
+            )));
+        }
+        for (x, sig) in inputs.iter().zip(&self.inputs) {
+            if x.len() != b.rows * sig.row_bytes {
+                return Err(PjrtError::InvalidArgument(format!(
+                    "input `{}`: {} bytes, the bucket of {} rows takes {}",
+                    sig.name,
+                    x.len(),
+                    b.rows,
+                    b.rows * sig.row_bytes
+                )));
+            }
+        }
+        self.execute_rows(b, inputs)
+    }
+
+    /// [`Model::execute_bucket`] once the lengths are known to fit.
+    pub(crate) fn execute_rows(
+        &self,
+        bucket: &Bucket,
+        inputs: &[&[u8]],
+    ) -> Result<Vec<Vec<u8>>, PjrtError> {
+        let mut bufs = Vec::with_capacity(self.inputs.len());
+        for (bytes, sig) in inputs.iter().zip(&self.inputs) {
+            let mut dims = Vec::with_capacity(sig.row_shape.len() + 1);
+            if self.batched {
+                dims.push(bucket.rows as u64);
+            }
+            dims.extend_from_slice(&sig.row_shape);
+            bufs.push(self.client.buffer_from_bytes(sig.dtype, &dims, bytes, &self.device)?);
+        }
+        let args: Vec<&Buffer> = self
+            .slots
+            .iter()
+            .map(|s| match *s {
+                Slot::Input(i) => &bufs[i],
+                Slot::Weight(w) => &self.weights[w],
+            })
+            .collect();
+        let outs = bucket.exe.execute_one(&args)?;
+        outs.iter()
+            .zip(&self.outputs)
+            .map(|(o, sig)| {
+                let data = o.to_host()?.into_data();
+                // Checked at load; kept so a plugin surprise fails the batch, not the caller.
+                if data.len() != bucket.rows * sig.row_bytes {
+                    return Err(PjrtError::InvalidArgument(format!(
+                        "output `{}`: {} bytes, expected {}",
+                        sig.name,
+                        data.len(),
+                        bucket.rows * sig.row_bytes
+                    )));
+                }
+                Ok(data)
+            })
+            .collect()
+    }
+
+    /// The PJRT platform the model runs on (`cpu`, `tpu`, …).
+    #[must_use]
+    pub fn platform_name(&self) -> &str {
+        self.client.platform_name()
     }
 
     /// Checks one request input against the signature before any data is decoded; returns

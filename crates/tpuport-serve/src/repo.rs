@@ -157,6 +157,17 @@ impl Repository {
         let dir = self.model_dir(name)?;
         let cfg_path = self.confine(&dir, "config.toml")?;
         let cfg = ModelConfig::read(&cfg_path)?;
+        self.plan_with(name, cfg, &dir)
+    }
+
+    /// Resolves `cfg`'s programs and weights, paths relative to `dir` (inside the repository).
+    pub(crate) fn plan_with(
+        &self,
+        name: &str,
+        cfg: ModelConfig,
+        dir: &Path,
+    ) -> Result<Plan, ServeError> {
+        let dir = dir.to_path_buf();
         let (platform, mut buckets, weights) = match &cfg.model {
             ModelSource::Lowered { path } => self.plan_lowered(&dir, path)?,
             ModelSource::Stablehlo { path, modules, args } => {

@@ -146,15 +146,7 @@ impl State {
         if let Some(c) = self.client.get() {
             return Ok(c);
         }
-        let found = tpuport_pjrt::find(self.opts.plugin.as_deref())?;
-        let plugin = tpuport_pjrt::load(&found.path)?;
-        let opts = match found.kind {
-            tpuport_pjrt::PluginKind::Cpu | tpuport_pjrt::PluginKind::Other => {
-                tpuport_pjrt::ClientOptions::cpu_devices(1)
-            }
-            _ => tpuport_pjrt::ClientOptions::default(),
-        };
-        let c = Client::new(plugin, &opts)?;
+        let c = crate::standalone::client(self.opts.plugin.as_deref())?;
         Ok(self.client.get_or_init(|| c))
     }
 

@@ -110,6 +110,9 @@ pub(crate) enum Command {
     /// Serve models over KServe v2 (Open Inference Protocol) REST and gRPC with bucketed
     /// dynamic batching on a PJRT device; Prometheus metrics at /metrics.
     Serve(commands::serve::ServeArgs),
+    /// Offline batch inference over a dataset (tensor shards or images): pipelined decode,
+    /// bucketed execution with several batches in flight, resumable and shardable outputs.
+    Batch(commands::batch::BatchArgs),
     /// Diagnose a run from its traces, torch_xla metrics reports and debug logs, and JAX
     /// compile logs: input-bound steps, recompilations, host syncs, CPU fallbacks, top ops.
     Profile(commands::profile::ProfileArgs),

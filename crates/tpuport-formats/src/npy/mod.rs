@@ -208,3 +208,52 @@ pub(crate) fn write_atomic(
 ) -> Result<(), FormatError> {
     tpuport_model::fs::write_atomic(path, fill).map_err(|e| FormatError::io(path, e))
 }
+
+/// Where an `.npy` file's data lies, read from its header only: what a reader of row ranges
+/// (`tpuport batch`) needs to seek instead of loading the whole array.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyLayout {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimensions.
+    pub shape: Vec<u64>,
+    /// Offset of the first data byte.
+    pub data_start: u64,
+    /// Whether the data is stored in native C order, little-endian (rows are then contiguous
+    /// byte ranges).
+    pub c_order_le: bool,
+}
+
+/// Largest header read by [`read_npy_layout`] (NumPy writes a few hundred bytes).
+const MAX_LAYOUT_HEADER: u64 = 1 << 20;
+
+/// Reads the header of the `.npy` file at `path`.
+///
+/// # Errors
+/// [`FormatError::Io`] when unreadable, [`FormatError::Invalid`] for a malformed header.
+pub fn read_npy_layout(path: &Path) -> Result<NpyLayout, FormatError> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let mut head = Vec::new();
+    f.take(MAX_LAYOUT_HEADER).read_to_end(&mut head).map_err(|e| FormatError::io(path, e))?;
+    let h = header::parse(&head).map_err(|e| FormatError::invalid(path, e))?;
+    let wide = h.dtype.bits().is_none_or(|b| b > 8);
+    Ok(NpyLayout {
+        dtype: h.dtype,
+        shape: h.shape.clone(),
+        data_start: h.data_start as u64,
+        c_order_le: !((h.fortran && h.shape.len() > 1) || (h.big_endian && wide)),
+    })
+}
+
+/// The `.npy` header (magic, version, padded dict) for a C-order array of `dtype` and
+/// `shape`; the data follows it directly.
+///
+/// # Errors
+/// [`FormatError::Unsupported`]-class message when `.npy` cannot hold the dtype.
+pub fn npy_header(dtype: DType, shape: &[u64]) -> Result<Vec<u8>, String> {
+    let Some(descr) = header::dtype_to_descr(dtype) else {
+        return Err(format!("dtype {dtype} has no .npy encoding"));
+    };
+    Ok(header::format(descr, shape))
+}

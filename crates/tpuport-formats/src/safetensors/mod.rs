@@ -192,3 +192,13 @@ pub fn framework_of(format: &str) -> Framework {
         _ => Framework::Unknown,
     }
 }
+
+/// Reads and validates the header of the safetensors file at `path` (memory-mapped; no tensor
+/// data is read): what a reader of row ranges (`tpuport batch`) needs to seek.
+///
+/// # Errors
+/// As [`header::parse`], and [`FormatError::Io`] when the file cannot be opened.
+pub fn read_header(path: &Path, limits: &Limits) -> Result<Header, FormatError> {
+    let map = crate::torch::archive::map_file(path)?;
+    header::parse(path, &map, limits)
+}

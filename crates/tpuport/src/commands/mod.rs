@@ -2,6 +2,7 @@
 //! [`Status`].
 
 pub(crate) mod audit;
+pub(crate) mod batch;
 pub(crate) mod bench;
 pub(crate) mod catalog;
 pub(crate) mod check;
@@ -66,6 +67,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Completions(a) => completions::run(&a, global, p),
         Command::Man(a) => man::run(&a, global, p),
         Command::Serve(a) => serve::run(&a, global, p),
+        Command::Batch(a) => batch::run(&a, global, p),
     }
 }
 

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""`make bench` for `tpuport batch`: rows/s over a folder of JPEGs vs a Python loop with
+onnxruntime, same model, same files, same decode, printed as ratios.
+
+Per model (torch.onnx dynamo exports from the fixture set):
+  tpuport  `tpuport lower MODEL.onnx --batch B` once, then `tpuport --format json batch LOWERED
+           --input IMGS --output OUT --batch B --mean … --std … --restart`; the figure is the
+           summary's `rows_per_second` (rows written over the pipeline's time: decode threads,
+           XLA:CPU executions with 2 in flight, .npy parts written; model load and compile are
+           outside it, read from the cache after a first warm-up run). `input_wait` (every
+           executor waiting for a decoded batch) and `device_busy` come from the same summary.
+  Python   an onnxruntime 1.32 InferenceSession on the same .onnx (CPUExecutionProvider,
+           default threads), created outside the clock; then, timed: for each batch of B file
+           names in sorted order, `PIL.Image.open(f).convert("RGB").resize((W, H),
+           Image.BILINEAR)`, `/255`, `(x - mean) / std`, HWC->CHW, stacked (the last batch
+           smaller), `session.run`, and `np.save` of the outputs per batch: the loop people
+           write today, one thread of decode.
+  ratio    tpuport rows/s / Python rows/s (higher is better). Best of ROUNDS alternating
+           rounds per side, to damp other load on a shared machine.
+
+Engine: `tpuport bench LOWERED --iters 5` (the same module on random inputs, one execution at a
+time, no decode, nothing written): items/s of XLA:CPU alone, to tell the pipeline's cost from
+the compiler's.
+
+Goals (issue 16): >= 1.3x on MobileNetV2 over JPEGs, >= 1.0x on ResNet-50 at batch 8; the
+executor waits for input <= 10 % of the run whenever decoding a batch is cheaper than computing
+it (the wait fraction is printed).
+
+Memory: one `tpuport batch` with the JAX MLP over 40,000 rows of .npy shards and one over
+400,000 (the same shards hard-linked ten times), peak RSS sampled from /proc/PID/status every
+50 ms; the ratio of the peaks should stay near 1 (bounded queues, parts of fixed size).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from PIL import Image
+
+ROUNDS = 3
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+# model dir, batch, images, goal
+MODELS = [("mobilenet_v2", 8, 256, 1.3), ("resnet50", 8, 96, 1.0)]
+
+
+def make_images(d: Path, n: int, seed: int) -> None:
+    """JPEGs of camera-like sizes (480x360 and 640x480): smooth gradients plus noise."""
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        w, h = (640, 480) if i % 2 else (480, 360)
+        yy, xx = np.mgrid[0:h, 0:w]
+        base = np.stack([xx * 255 // w, yy * 255 // h, (xx + yy) * 127 // (w + h)], -1)
+        img = np.clip(base + rng.integers(-40, 40, (h, w, 3)), 0, 255).astype(np.uint8)
+        Image.fromarray(img).save(d / f"img{i:05d}.jpg", quality=90)
+
+
+def run_tpuport(exe: str, lowered: Path, imgs: Path, out: Path, batch: int) -> dict:
+    cmd = [exe, "--python", sys.executable, "--format", "json", "batch", str(lowered), "--input", str(imgs), "--output",
+           str(out), "--batch", str(batch), "--restart", "--mean", ",".join(map(str, MEAN)),
+           "--std", ",".join(map(str, STD)), "--progress-every", "3600"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"tpuport batch failed: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def run_python(onnx: Path, imgs: Path, out: Path, batch: int, hw: tuple[int, int]) -> float:
+    sess = ort.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    files = sorted(imgs.glob("*.jpg"))
+    mean = np.array(MEAN, np.float32)
+    std = np.array(STD, np.float32)
+    out.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    for b in range(0, len(files), batch):
+        rows = []
+        for f in files[b:b + batch]:
+            im = Image.open(f).convert("RGB").resize((hw[1], hw[0]), Image.BILINEAR)
+            x = (np.asarray(im, np.float32) / 255.0 - mean) / std
+            rows.append(x.transpose(2, 0, 1))
+        y = sess.run(None, {name: np.stack(rows)})
+        np.save(out / f"b{b // batch:05d}.npy", y[0])
+    return len(files) / (time.perf_counter() - t)
+
+
+def peak_rss(cmd: list[str]) -> tuple[int, float]:
+    """Runs cmd, sampling its VmRSS; returns (exit code, peak MiB)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while p.poll() is None:
+        try:
+            for line in Path(f"/proc/{p.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    peak = max(peak, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return p.returncode, peak / 1024
+
+
+def memory_check(exe: str, fixtures: Path, work: Path) -> None:
+    """Peak RSS of `tpuport batch` with the JAX MLP over 40,000 rows of .npy shards, then over
+    400,000 (the same shards hard-linked ten times): bounded queues and fixed-size parts keep
+    it flat while the input grows (the small run is already in its steady state)."""
+    from safetensors.numpy import save_file
+    fx = fixtures / "jax"
+    entry = work / "mlp"
+    entry.mkdir()
+    save_file({n: np.load(fx / "mlp_b128" / "inputs" / f"arg{i}.npy")
+               for i, n in enumerate(["w1", "b1", "w2", "b2"])}, str(entry / "w.safetensors"))
+    shutil.copy(fx / "mlp_b1" / "jit.mlir", entry / "m1.mlir")
+    shutil.copy(fx / "mlp_b128" / "jit.mlir", entry / "m128.mlir")
+    (entry / "config.toml").write_text(
+        '[model]\nkind = "stablehlo"\npath = "w.safetensors"\n'
+        'modules = { "1" = "m1.mlir", "128" = "m128.mlir" }\n'
+        'args = ["weight:w1", "weight:b1", "weight:w2", "weight:b2", "input:x"]\n')
+    small, big = work / "rows1x", work / "rows10x"
+    small.mkdir()
+    big.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(8):
+        np.save(small / f"s{i}.npy", rng.standard_normal((5000, 784)).astype(np.float32))
+        for k in range(10):
+            os.link(small / f"s{i}.npy", big / f"c{k}-s{i}.npy")
+    base = [exe, "--python", sys.executable, "batch", str(entry), "--restart",
+            "--progress-every", "3600"]
+    c1, m1 = peak_rss(base + ["--input", str(small), "--output", str(work / "o1")])
+    c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(work / "o10")])
+    if c1 or c10:
+        sys.exit("tpuport batch failed in the memory check")
+    print(f"batch memory: peak RSS {m1:.0f} MiB over 40,000 MLP rows (120 MiB of .npy), "
+          f"{m10:.0f} MiB over 400,000 (1.2 GiB): x{m10 / m1:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tpuport", required=True)
+    ap.add_argument("--fixtures", required=True, type=Path)
+    ap.add_argument("--models", default=",".join(m[0] for m in MODELS))
+    ap.add_argument("--quick", action="store_true", help="1/8 of the images, one round "
+                    "(checks the script, not a measurement)")
+    a = ap.parse_args()
+    rounds = 1 if a.quick else ROUNDS
+    wanted = a.models.split(",")
+    work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
+    try:
+        for model, batch, n, goal in MODELS:
+            if model not in wanted:
+                continue
+            if a.quick:
+                n //= 8
+            onnx = a.fixtures / "torch" / model / "dynamo.onnx"
+            lowered = work / f"{model}-lowered"
+            r = subprocess.run([a.tpuport, "lower", str(onnx), "--batch", str(batch), "-o",
+                                str(lowered)], capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"tpuport lower {onnx} failed: {r.stderr}")
+            imgs = work / f"{model}-imgs"
+            make_images(imgs, n, seed=len(model))
+            run_tpuport(a.tpuport, lowered, imgs, work / "warm", batch)  # compile into the cache
+            tp, py, summaries = [], [], []
+            for _ in range(rounds):
+                s = run_tpuport(a.tpuport, lowered, imgs, work / f"{model}-out", batch)
+                summaries.append(s)
+                tp.append(s["rows_per_second"])
+                py.append(run_python(onnx, imgs, work / f"{model}-py", batch, (224, 224)))
+            r = subprocess.run([a.tpuport, "--python", sys.executable, "--format", "json",
+                                "bench", str(lowered), "--iters", "5"],
+                               capture_output=True, text=True)
+            engine = json.loads(r.stdout)["results"][0]["items_per_s"] if r.returncode == 0 else 0
+            best = max(range(rounds), key=lambda i: tp[i])
+            s = summaries[best]
+            ratio = max(tp) / max(py)
+            print(f"batch {model} b{batch} over {n} JPEGs: tpuport {max(tp):.1f} rows/s, "
+                  f"python+onnxruntime {max(py):.1f} rows/s, ratio {ratio:.2f}x "
+                  f"(goal >= {goal}x) {'ok' if ratio >= goal else 'MISSED'}")
+            print(f"  tpuport: input wait {s['input_wait'] * 100:.1f} %, device busy "
+                  f"{s['device_busy'] * 100:.1f} %, decode {s['decode_seconds']:.2f} s on "
+                  f"{s['decoders']} threads, padding {s['padding_waste'] * 100:.1f} %, "
+                  f"rounds tpuport {[round(x, 1) for x in tp]} python {[round(x, 1) for x in py]}")
+            print(f"  engine alone (`tpuport bench` on the same module, random inputs, one "
+                  f"execution at a time): {engine:.1f} items/s; batch reaches "
+                  f"{max(tp) / engine if engine else 0:.2f}x of it")
+        memory_check(a.tpuport, a.fixtures, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
