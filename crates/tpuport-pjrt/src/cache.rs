@@ -104,7 +104,7 @@ impl ExecutableCache {
         part(b"tpuport-executable-v1");
         part(program.code());
         part(program.format().as_bytes());
-        part(&options.encode());
+        part(&client.effective_options(options).encode());
         let plugin = client.plugin();
         part(plugin.path().to_string_lossy().as_bytes());
         if let Ok(meta) = std::fs::metadata(plugin.path()) {

@@ -218,7 +218,7 @@ impl Client {
     /// # Errors
     /// The plugin's compile error (its message names the problem in the module).
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
-        let opts = options.encode();
+        let opts = self.effective_options(options).encode();
         let mut prog = program.raw();
         let mut a = sys::PJRT_Client_Compile_Args::new();
         a.client = self.inner.raw;
@@ -229,6 +229,26 @@ impl Client {
         // reads them.
         unsafe { call!(self.inner.api(), PJRT_Client_Compile, &raw mut a) }?;
         LoadedExecutable::new(self.inner.clone(), a.executable)
+    }
+
+    /// The options a compile on this client really uses: `options`, plus the XLA:CPU
+    /// workaround below on the CPU plugin.
+    ///
+    /// xla-cpu-pjrt 0.0.1's AVX-512 code is wrong on AMD EPYC (Zen 4, AVX-512 with bf16/VNNI):
+    /// executions of the same mlp_b128 program on freshly uploaded buffers gave values that
+    /// match no sample (`tests/buffer_reuse.rs`, `tests/stale_inputs.rs`: 591 wrong values in
+    /// one run), every time on that host, and were right with `--xla_cpu_max_isa=AVX2`. So
+    /// on a host with AVX-512, CPU compiles are limited to AVX2 unless the user chose an ISA
+    /// (`XLA_FLAGS` naming `xla_cpu_max_isa`, or the options already setting it).
+    #[must_use]
+    pub fn effective_options(&self, options: &CompileOptions) -> CompileOptions {
+        let cpu = self.platform_name().eq_ignore_ascii_case("cpu");
+        let user_chose = std::env::var("XLA_FLAGS").is_ok_and(|f| f.contains("xla_cpu_max_isa"));
+        if cpu && !user_chose && host_has_avx512() {
+            options.clone().with_override("xla_cpu_max_isa", "AVX2")
+        } else {
+            options.clone()
+        }
     }
 
     /// Loads an executable serialized by [`crate::Executable::serialize`] with the same plugin.
@@ -330,4 +350,16 @@ fn no_devices(plugin: &Plugin, e: PjrtError) -> PjrtError {
         return PjrtError::NoDevices { platform: "TPU".into(), detail: message.clone() };
     }
     e
+}
+
+/// Whether the host CPU has AVX-512 (foundation).
+fn host_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }

@@ -17,9 +17,13 @@ use crate::executable::LoadedExecutable;
 /// outputs), not with validate's own sequence (emulated candidate then reference module, each
 /// executable and every sample's buffers freed; 12 trials), and not with the `validate` binary
 /// freeing buffers and executables (44 runs, fresh and warm executable cache, `--no-cache`,
-/// four processes at once: one result). Verbs that run a bounded set of executions (validate's
-/// samples, a bench sweep) still hold their buffers here; a server cannot, and relies on the
-/// guard test.
+/// four processes at once: one result). On 2026-12-03, on an AMD EPYC host with AVX-512, the
+/// guard tests (`tests/buffer_reuse.rs`, `tests/stale_inputs.rs`) failed every time with
+/// values matching no sample, with held and freed buffers alike, and passed with
+/// `--xla_cpu_max_isa=AVX2`: the plugin's AVX-512 code, not buffer reuse. CPU compiles now
+/// carry that flag on such hosts ([`crate::Client::effective_options`]); the old report was
+/// probably the same fault. Verbs that run a bounded set of executions (validate's samples, a
+/// bench sweep) still hold their buffers here; a server cannot, and relies on the guard tests.
 #[derive(Debug, Default)]
 pub struct KeepAlive {
     buffers: Vec<Buffer>,

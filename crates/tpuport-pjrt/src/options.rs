@@ -18,6 +18,18 @@ pub struct CompileOptionsProto {
     /// Field 4.
     #[prost(bool, tag = "4")]
     pub compile_portable_executable: bool,
+    /// Field 7: XLA flags by name, applied to the compile's debug options (what `XLA_FLAGS`
+    /// sets process-wide). Ordered, so the encoding (a cache key) is deterministic.
+    #[prost(btree_map = "string, message", tag = "7")]
+    pub env_option_overrides: std::collections::BTreeMap<String, OptionOverrideProto>,
+}
+
+/// `xla.OptionOverrideProto`: one value of a oneof; tpuport sets strings only.
+#[derive(Clone, PartialEq, Message)]
+pub struct OptionOverrideProto {
+    /// Field 1 (`string_field`).
+    #[prost(string, optional, tag = "1")]
+    pub string_field: Option<String>,
 }
 
 /// `xla.ExecutableBuildOptionsProto` (subset).
@@ -80,6 +92,8 @@ pub struct CompileOptions {
     pub device_assignment: Option<Vec<Vec<i64>>>,
     /// Compile without binding to devices.
     pub portable: bool,
+    /// XLA flags for this compile, by name without the dashes (`xla_cpu_max_isa` → `AVX2`).
+    pub overrides: Vec<(String, String)>,
 }
 
 impl Default for CompileOptions {
@@ -91,6 +105,7 @@ impl Default for CompileOptions {
             shardy: false,
             device_assignment: None,
             portable: false,
+            overrides: Vec::new(),
         }
     }
 }
@@ -141,7 +156,21 @@ impl CompileOptions {
                 use_shardy_partitioner: self.shardy,
             }),
             compile_portable_executable: self.portable,
+            env_option_overrides: self
+                .overrides
+                .iter()
+                .map(|(k, v)| (k.clone(), OptionOverrideProto { string_field: Some(v.clone()) }))
+                .collect(),
         }
+    }
+
+    /// With the XLA flag `name` set to `value`, unless the options already set it.
+    #[must_use]
+    pub fn with_override(mut self, name: &str, value: &str) -> CompileOptions {
+        if !self.overrides.iter().any(|(k, _)| k == name) {
+            self.overrides.push((name.to_owned(), value.to_owned()));
+        }
+        self
     }
 
     /// The serialized `CompileOptionsProto` passed to `PJRT_Client_Compile`.
