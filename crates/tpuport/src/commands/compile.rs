@@ -8,15 +8,13 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use tpuport_formats::ImportOptions;
 use tpuport_lower::onnx::ComputeType;
-use tpuport_model::Shape;
 use tpuport_report::compile::{Outcome, render_text};
 use tpuport_validate::compile::{Request, compile};
 
 use crate::cli::GlobalArgs;
-use crate::commands::Status;
 use crate::commands::lower::LowerDtype;
+use crate::commands::{ShapeArgs, Status};
 use crate::printer::Printer;
 
 /// Arguments of `tpuport compile`.
@@ -27,15 +25,9 @@ pub(crate) struct CompileArgs {
     /// TPU slice to compile for: `v5e-8`, `v6e-4`, `v5p-8`, `v4-8`, `v6e-2x4`, `tpu7x-8`.
     #[arg(long, value_name = "SLICE")]
     pub(crate) target: String,
-    /// ONNX: size of the leading dimension of every input whose first dimension is symbolic.
-    #[arg(long)]
-    pub(crate) batch: Option<u64>,
-    /// ONNX: size of a named symbolic dimension, e.g. `sequence=128` (repeatable).
-    #[arg(long = "dim", value_name = "NAME=N", value_parser = super::inspect::parse_dim)]
-    pub(crate) dims: Vec<(String, u64)>,
-    /// ONNX: full shape of a named input, e.g. `input_ids=1x128` (repeatable).
-    #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = super::inspect::parse_input_shape)]
-    pub(crate) input_shape: Vec<(String, Shape)>,
+    /// ONNX: symbolic dimensions bound as for `lower`.
+    #[command(flatten)]
+    pub(crate) shapes: ShapeArgs,
     /// ONNX: compute dtype of the lowered program.
     #[arg(long, value_enum, default_value_t = LowerDtype::F32)]
     pub(crate) dtype: LowerDtype,
@@ -60,12 +52,7 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     let req = Request {
         model: a.model.clone(),
         target: a.target.clone(),
-        import: ImportOptions {
-            dims: a.dims.iter().cloned().collect(),
-            input_shapes: a.input_shape.iter().cloned().collect(),
-            batch: a.batch,
-            ..ImportOptions::default()
-        },
+        import: a.shapes.import_options(),
         compute: if a.dtype == LowerDtype::Bf16 { ComputeType::Bf16 } else { ComputeType::Native },
         partitions: a.partitions,
         plugin: a.plugin.clone(),

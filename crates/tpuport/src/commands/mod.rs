@@ -130,6 +130,18 @@ pub(crate) struct ShapeArgs {
     pub(crate) input_shape: Vec<(String, tpuport_model::Shape)>,
 }
 
+impl ShapeArgs {
+    /// The bound dimensions as import options.
+    pub(crate) fn import_options(&self) -> tpuport_formats::ImportOptions {
+        tpuport_formats::ImportOptions {
+            dims: self.dims.iter().cloned().collect(),
+            input_shapes: self.input_shape.iter().cloned().collect(),
+            batch: self.batch,
+            ..tpuport_formats::ImportOptions::default()
+        }
+    }
+}
+
 /// How the verbs that read one model (`inspect`, `audit`) bind its symbolic dimensions, and
 /// whether they time the import and the analysis.
 #[derive(Debug, clap::Args)]
@@ -190,12 +202,7 @@ pub(crate) struct Imported {
 impl ImportArgs {
     /// The bound dimensions as import options.
     pub(crate) fn options(&self) -> tpuport_formats::ImportOptions {
-        tpuport_formats::ImportOptions {
-            dims: self.shapes.dims.iter().cloned().collect(),
-            input_shapes: self.shapes.input_shape.iter().cloned().collect(),
-            batch: self.shapes.batch,
-            ..tpuport_formats::ImportOptions::default()
-        }
+        self.shapes.import_options()
     }
 
     /// Reads `path` with the bound dimensions.
