@@ -408,13 +408,18 @@ impl Target {
                 | tpuport_formats::tensors::Key::Hint(n) => n == name,
                 tpuport_formats::tensors::Key::Position => false,
             });
-            if !given {
-                entries.push(Entry {
-                    key: tpuport_formats::tensors::Key::Named(name.clone()),
-                    source: format!("--input-value {name}"),
-                    tensor: t.clone(),
-                });
+            if given {
+                // The module is specialised to the --input-value: another value would run a
+                // branch the module no longer has.
+                return Err(invalid(format!(
+                    "input `{name}` is given twice: --input-value fixes it at lowering time"
+                )));
             }
+            entries.push(Entry {
+                key: tpuport_formats::tensors::Key::Named(name.clone()),
+                source: format!("--input-value {name}"),
+                tensor: t.clone(),
+            });
         }
         let Some(slots) = self.inputs() else {
             // no signature (bytecode): `argN` names a position, the rest fill in order

@@ -94,6 +94,24 @@ fn an_input_value_picks_the_branch() {
         let r = validate_ort(cache.path(), &model, &["--input-value", &cond, "--random", "1"]);
         assert_eq!(r["passed"], true, "{v}: {r:#}");
     }
+    // `run` feeds the fixed value; giving the input again is refused (the other branch is gone)
+    let c = cache.path().join("c.npy");
+    let x = cache.path().join("x.npy");
+    common::run_python(&format!(
+        "import numpy as np; np.save({:?}, np.array(True)); np.save({:?}, np.ones((2, 4), np.float32))",
+        s(&c),
+        s(&x)
+    ));
+    let (xa, ca) = (format!("X={}", s(&x)), format!("cond={}", s(&c)));
+    let out = cache.path().join("out");
+    let base = ["run", s(&model), "--input-value", "cond=true", "--out", s(&out), "--input", &xa];
+    let o = common::output(common::runtime_command(cache.path()).args(base));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut twice = base.to_vec();
+    twice.extend(["--input", &ca]);
+    let o = common::output(common::runtime_command(cache.path()).args(&twice));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("given twice"), "{}", o.stderr);
 }
 
 /// Bad bindings: one line naming what is wrong, exit 2.

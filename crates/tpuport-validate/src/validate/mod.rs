@@ -350,7 +350,7 @@ fn stack(mut ts: Vec<HostTensor>) -> Result<HostTensor> {
 }
 
 /// The input samples: seeded draws, or one sample bound from a tensor set; inputs given a
-/// value at lowering time (`fixed`) take that value unless the set holds them.
+/// value at lowering time (`fixed`) always take that value.
 fn read_samples(
     opts: &Options,
     args: &[Slot],
@@ -389,14 +389,15 @@ fn read_samples(
     };
     let set = tpuport_formats::tensors::read_set(path, Some("output_"), &Default::default())?;
     let mut entries: Vec<Entry> = set.into_iter().map(|(n, t)| Entry::hint(n, t)).collect();
+    // The module is specialised to the --input-value: a file's own value for that input
+    // would disagree with it (and with the reference run), so the bound value replaces it.
     for (name, t) in fixed {
-        if !entries.iter().any(|e| e.source == *name) {
-            entries.push(Entry {
-                key: tpuport_formats::tensors::Key::Named(name.clone()),
-                source: format!("--input-value {name}"),
-                tensor: t.clone(),
-            });
-        }
+        entries.retain(|e| e.source != *name);
+        entries.push(Entry {
+            key: tpuport_formats::tensors::Key::Named(name.clone()),
+            source: format!("--input-value {name}"),
+            tensor: t.clone(),
+        });
     }
     let bound = tpuport_formats::tensors::bind(entries, args)
         .map_err(|p| tpuport_formats::FormatError::bind(path.display().to_string(), p))?;
