@@ -251,12 +251,10 @@ impl Target {
     /// # Errors
     /// The model cannot be read, a binding is wrong, or the lowering refuses the model.
     pub fn onnx(path: &Path, statics: &crate::Statics, obs: &dyn Observer) -> Result<Target> {
-        use tpuport_lower::onnx::{LowerOptions, lower_with_values};
         let started = std::time::Instant::now();
         let model = tpuport_formats::open(path, &statics.import_options())?;
-        let fixed = statics.values_for(&model)?;
-        let low = lower_with_values(&model, &LowerOptions::default(), &fixed)
-            .context(|| format!("lowering {}", path.display()))?;
+        let (low, fixed) =
+            statics.lower(path, &model, &tpuport_lower::onnx::LowerOptions::default())?;
         let lower_ms = started.elapsed().as_secs_f64() * 1e3;
         obs.info(&format!("lowered {} in {lower_ms:.0} ms", path.display()));
         let text = tpuport_formats::stablehlo::parse_text(

@@ -6,12 +6,16 @@
 //! the caller gives that input explicitly.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use tpuport_formats::ImportOptions;
 use tpuport_formats::onnx::host::HostValue;
 use tpuport_model::{DType, HostTensor, Model, Shape};
 
-use crate::error::{Result, invalid};
+use tpuport_lower::LowerError;
+use tpuport_lower::onnx::{LowerOptions, Lowered, lower_with_values};
+
+use crate::error::{Context as _, Result, invalid};
 
 /// Largest number of values one `--input-value` may list.
 const MAX_VALUES: usize = 65_536;
@@ -87,6 +91,67 @@ impl Statics {
         }
         Ok(out)
     }
+}
+
+impl Statics {
+    /// Lowers `model` (read from `path` with [`Statics::import_options`]) with the
+    /// `--input-value` tensors bound; returns the lowering and those tensors. When the lowering
+    /// needs an input's value it does not have (an `If` on `sr`), the error names the flag that
+    /// gives it.
+    ///
+    /// # Errors
+    /// A bad `--input-value`, or the lowering's error.
+    pub fn lower(
+        &self,
+        path: &Path,
+        model: &Model,
+        opts: &LowerOptions,
+    ) -> Result<(Lowered, Vec<(String, HostTensor)>)> {
+        let fixed = self.values_for(model)?;
+        let e = match lower_with_values(model, opts, &fixed) {
+            Ok(low) => return Ok((low, fixed)),
+            Err(e) => e,
+        };
+        let inputs = match &e {
+            LowerError::NeedsHostValue { value, .. } => inputs_behind(&model.graph, value),
+            _ => Vec::new(),
+        };
+        match inputs.as_slice() {
+            [] => Err(e).context(|| format!("lowering {}", path.display())),
+            names => {
+                let flags: Vec<String> =
+                    names.iter().map(|n| format!("--input-value {n}=V")).collect();
+                Err(invalid(format!(
+                    "lowering {}: {e}; it is computed from graph input(s): give {}",
+                    path.display(),
+                    flags.join(" ")
+                )))
+            }
+        }
+    }
+}
+
+/// The graph inputs a value is computed from (weights and constants aside), in graph order.
+fn inputs_behind(g: &tpuport_model::Graph, value: &str) -> Vec<String> {
+    use tpuport_model::ValueKind;
+    let Some(start) = g.values.iter().position(|v| v.name == value) else { return Vec::new() };
+    let producer: std::collections::HashMap<usize, &tpuport_model::Node> =
+        g.nodes.iter().flat_map(|n| n.outputs.iter().map(move |o| (o.0 as usize, n))).collect();
+    let mut seen = vec![false; g.values.len()];
+    let mut stack = vec![start];
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        if let Some(n) = producer.get(&i) {
+            stack.extend(n.inputs.iter().flatten().map(|v| v.0 as usize));
+        }
+    }
+    g.inputs
+        .iter()
+        .filter(|&&i| seen[i.0 as usize] && g.value(i).kind == ValueKind::Input)
+        .map(|&i| g.value(i).name.clone())
+        .collect()
 }
 
 /// `text` as a tensor of `dtype` and `shape`.

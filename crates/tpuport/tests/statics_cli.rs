@@ -157,3 +157,48 @@ fn a_torch_export_at_a_bound_batch() {
     assert_eq!(r["passed"], true, "{r:#}");
     assert_eq!(r["outputs"][0]["shape"][0], 2, "{r:#}");
 }
+
+/// The real case behind `--input-value`: silero-vad as its PyPI wheel ships it (fetched by
+/// `make recurrent-models`), whose `If` on `sr == 16000` has branches of different shapes. Each
+/// rate validates against onnxruntime; without the value the error names the flag.
+#[test]
+fn silero_vad_lowers_the_branch_of_its_sample_rate() {
+    let root = tpuport_testkit::generated(
+        "TPUPORT_RECURRENT",
+        "recurrent-",
+        "manifest.json",
+        "recurrent-models",
+    );
+    let model = root.join("vad/silero_vad.onnx");
+    let cache = tempfile::tempdir().unwrap();
+    for (sr, n) in [("16000", "512"), ("8000", "256")] {
+        let (input, value) = (format!("input=1x{n}"), format!("sr={sr}"));
+        let r = validate_ort(
+            cache.path(),
+            &model,
+            &[
+                "--input-shape",
+                &input,
+                "--input-shape",
+                "state=2x1x128",
+                "--input-value",
+                &value,
+                "--random",
+                "2",
+            ],
+        );
+        assert_eq!(r["passed"], true, "sr={sr}: {r:#}");
+    }
+    let o = common::output(common::runtime_command(cache.path()).args([
+        "bench",
+        s(&model),
+        "--input-shape",
+        "input=1x512",
+        "--input-shape",
+        "state=2x1x128",
+        "--iters",
+        "1",
+    ]));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("give --input-value sr=V"), "{}", o.stderr);
+}

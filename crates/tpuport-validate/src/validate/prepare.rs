@@ -209,7 +209,7 @@ fn read_stablehlo(a: &Options) -> Result<Source> {
 /// an extra result when bisecting, or the --probe values), and read the lowered module back for
 /// the rewrites.
 fn lower_onnx(a: &Options) -> Result<Source> {
-    use tpuport_lower::onnx::{LowerOptions, lower_with_values};
+    use tpuport_lower::onnx::LowerOptions;
     let mut opts = a.statics.import_options();
     if let super::Inputs::Files(path) = &a.inputs {
         let files = tpuport_formats::tensors::read_set(path, Some("output_"), &opts.limits)?;
@@ -233,7 +233,6 @@ fn lower_onnx(a: &Options) -> Result<Source> {
         }
     }
     let onnx = tpuport_formats::open(&a.model, &opts)?;
-    let fixed = a.statics.values_for(&onnx)?;
     let g = &onnx.graph;
     let producer =
         |name: &str| g.nodes.iter().find(|n| n.outputs.iter().any(|o| g.value(*o).name == name));
@@ -251,8 +250,7 @@ fn lower_onnx(a: &Options) -> Result<Source> {
         a.probes.clone()
     };
     let lopts = LowerOptions { expose: expose.clone(), ..LowerOptions::default() };
-    let lowered = lower_with_values(&onnx, &lopts, &fixed)
-        .context(|| format!("lowering {}", a.model.display()))?;
+    let (lowered, fixed) = a.statics.lower(&a.model, &onnx, &lopts)?;
     let model = stablehlo::parse_text(&a.model, &lowered.mlir, &tpuport_formats::Limits::default())
         .context(|| "reading back the lowered module".to_owned())?;
     let n_out = lowered.results.len().saturating_sub(expose.len());
