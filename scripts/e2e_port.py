@@ -130,9 +130,9 @@ def jax_part(args, tmp):
     # normally takes 3-5 s sometimes never completes: "Expected 8 threads to join the
     # rendezvous, but only 6 of them arrived" (a lost thread, not a slow one: the process is idle
     # while it waits). That is JAX's XLA:CPU, not the port. Measured 2026-12-03: under `make` it
-    # happened in 2 of 3, 1 of 4 and 2 of 5 runs of the unported script, outside make in 0 of
-    # 9; in `make test` 5 attempts in a row failed twice. So abort after 20 s (a good run's
-    # collectives join in milliseconds) and retry such a run, at most 12 attempts, saying so.
+    # happened in 2 of 3, at least 1 of 4 and 2 of 5 runs of the unported script; outside make
+    # in 0 of 9; in `make test` 5 attempts in a row failed twice. So abort after 20 s (a whole
+    # good run takes 3-5 s) and retry such a run, at most 12 attempts, saying so.
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS="--xla_force_host_platform_device_count=8"
                          " --xla_cpu_collective_call_terminate_timeout_seconds=20")
