@@ -48,8 +48,16 @@ fixtures: $(FIX_DIR)/.done
 	@# fixture sets from older generator versions are several GB each: keep only the current one
 	@find $(CACHE_ROOT) -maxdepth 1 -name 'fixtures-*' ! -name 'fixtures-$(FIX_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
+# `make test TPUPORT_BIN=/abs/path/tpuport` runs every step and every CLI test with that binary
+# and builds no release binary (CI passes the one the pip wheel installed: .ci/run).
+ifdef TPUPORT_BIN
+export TPUPORT_BIN
+build:
+	@test -x "$(TPUPORT_BIN)" || { echo "error: TPUPORT_BIN=$(TPUPORT_BIN) is not an executable file"; exit 2; }
+else
 build:
 	$(CARGO) build --release --locked -p tpuport
+endif
 
 # StableHLO exported by Keras 3 applications, keras-hub causal LMs, Flax linen and NNX with the
 # weights as leading arguments (scripts/stablehlo_exports.py), for the argument-roles tests
@@ -106,7 +114,7 @@ lint:
 test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports
 	$(CARGO) test --workspace --locked
 
-TPUPORT := ./target/release/tpuport
+TPUPORT := $(or $(TPUPORT_BIN),./target/release/tpuport)
 DEMO_OUT := .cache/demo
 
 demo: fixtures build
@@ -271,11 +279,19 @@ wheel: wheel-tools
 
 # The wheel as a user meets it (fresh venv, `pip install tpuport-*.whl[cpu]`, no environment
 # variables), then the binary's CLI tests against the installed binary, then uninstall.
+# CI runs the whole suite once, against the installed wheel's binary: `make wheel-install`, then
+# `make test TPUPORT_BIN=$(abspath $(WHEEL_VENV))/bin/tpuport`, then `make wheel-uninstall`.
 WHEEL_VENV := .cache/wheel-venv
-test-wheel: wheel fixtures
+.PHONY: wheel-install wheel-uninstall
+wheel-install: wheel fixtures
 	$(VPY) scripts/wheel_smoke.py install --wheel "$$(ls dist/tpuport-*.whl)" --venv $(WHEEL_VENV) --fixtures $(FIX_LINK)
-	TPUPORT_BIN="$(abspath $(WHEEL_VENV))/bin/tpuport" $(CARGO) test -p tpuport --tests --locked
+
+wheel-uninstall: venv
 	$(VPY) scripts/wheel_smoke.py uninstall --venv $(WHEEL_VENV)
+
+test-wheel: wheel-install
+	TPUPORT_BIN="$(abspath $(WHEEL_VENV))/bin/tpuport" $(CARGO) test -p tpuport --tests --locked
+	$(MAKE) wheel-uninstall
 
 man: build
 	$(TPUPORT) man --out target/man

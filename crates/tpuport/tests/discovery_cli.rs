@@ -76,12 +76,19 @@ fn place_binary(prefix: &Path) -> PathBuf {
     dst
 }
 
+/// The binary placed in a prefix with no site-packages, so that "next to the binary" finds
+/// nothing even when the binary under test came from a wheel whose environment has the plugin
+/// (`make test-wheel`).
+fn bare_binary(tmp: &Path) -> PathBuf {
+    place_binary(&tmp.join("bare"))
+}
+
 #[test]
 fn venv_not_activated_but_first_on_path() {
     let tmp = tempfile::tempdir().unwrap();
     let venv = fake_venv(&tmp.path().join("proj/venv"));
     let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
-    let r = doctor(&common::binary(), tmp.path(), &[("PATH", path)], &[]);
+    let r = doctor(&bare_binary(tmp.path()), tmp.path(), &[("PATH", path)], &[]);
     let (source, usable) = first(&r);
     assert!(source.starts_with("python3 on PATH"), "source {source}; report {r:#}");
     assert!(usable, "the plugin found must open a client: {r:#}");
@@ -129,8 +136,9 @@ fn python_option_and_asked_interpreter() {
     install_plugin(&site);
     let shim = tmp.path().join("shims/python3");
     script(&shim, &format!("printf '%s\\n' '{}'", site.display()));
+    let exe = bare_binary(tmp.path());
     let r = doctor(
-        &common::binary(),
+        &exe,
         tmp.path(),
         &[("PATH", "/usr/bin:/bin".into())],
         &["--python", shim.to_str().unwrap()],
@@ -140,7 +148,7 @@ fn python_option_and_asked_interpreter() {
     assert!(usable);
     // The same shim first on PATH, without --python: found by asking it.
     let path = format!("{}:/usr/bin:/bin", shim.parent().unwrap().display());
-    let (source, _) = first(&doctor(&common::binary(), tmp.path(), &[("PATH", path)], &[]));
+    let (source, _) = first(&doctor(&exe, tmp.path(), &[("PATH", path)], &[]));
     assert!(source.starts_with("python3 on PATH"), "{source}");
 }
 
@@ -155,9 +163,10 @@ fn nothing_found_says_where_it_looked() {
         "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n}\n",
     )
     .unwrap();
-    let mut c = common::command();
+    let mut c = Command::new(bare_binary(tmp.path()));
     c.env_clear()
         .env("HOME", tmp.path())
+        .env("NO_COLOR", "1")
         .env("PATH", shim.parent().unwrap())
         .current_dir(tmp.path())
         .arg("bench")

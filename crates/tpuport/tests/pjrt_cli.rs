@@ -67,7 +67,14 @@ fn doctor_lists_the_cpu_plugin() {
     assert!(o.stdout.contains("PJRT API 0.81"), "{}", o.stdout);
     assert!(o.stdout.contains("StableHLO 0.9.0 .. 1.13.3"), "{}", o.stdout);
     assert!(o.stdout.contains("platform cpu"), "{}", o.stdout);
-    let o = tpuport(tmp.path(), &["--format", "json", "doctor"]);
+    // The frameworks are asked of the project venv by name: a binary installed from the wheel
+    // (`make test-wheel`) would otherwise ask its own environment's Python, which has no jax.
+    let venv_py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    let o = common::output(
+        common::runtime_command(tmp.path())
+            .env("TPUPORT_PYTHON", &venv_py)
+            .args(["--format", "json", "doctor"]),
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     let cpu =
