@@ -93,9 +93,15 @@ impl ExecutableCache {
         self.dir.as_deref()
     }
 
-    /// The cache key of a program for a client.
+    /// The cache key of a program for a client: of the program the client really compiles
+    /// ([`Client::effective_program`]).
     #[must_use]
     pub fn key(client: &Client, program: &Program, options: &CompileOptions) -> String {
+        Self::key_exact(client, &client.effective_program(program), options)
+    }
+
+    /// The cache key of `program` exactly as given.
+    fn key_exact(client: &Client, program: &Program, options: &CompileOptions) -> String {
         let mut h = Sha256::new();
         let mut part = |b: &[u8]| {
             h.update((b.len() as u64).to_le_bytes());
@@ -136,10 +142,11 @@ impl ExecutableCache {
         program: &Program,
         options: &CompileOptions,
     ) -> Result<Compiled> {
-        let key = Self::key(client, program, options);
+        let program = &*client.effective_program(program);
+        let key = Self::key_exact(client, program, options);
         let Some(dir) = &self.dir else {
             let t = Instant::now();
-            let executable = client.compile(program, options)?;
+            let executable = client.compile_exact(program, options)?;
             return Ok(Compiled {
                 executable,
                 status: CacheStatus::Disabled,
@@ -158,7 +165,7 @@ impl ExecutableCache {
             });
         }
         let t = Instant::now();
-        let executable = client.compile(program, options)?;
+        let executable = client.compile_exact(program, options)?;
         let elapsed = t.elapsed();
         let status =
             match executable.executable().serialize().and_then(|b| write_entry(dir, &path, &b)) {

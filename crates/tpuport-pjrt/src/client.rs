@@ -1,12 +1,14 @@
 //! [`Client`]: a PJRT client, shareable across threads.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use tpuport_model::{DType, HostTensor};
 
 use crate::api::{Api, call};
 use crate::buffer::Buffer;
 use crate::device::{Device, DeviceDescription};
+use crate::env::EnvVars;
 use crate::error::{PjrtError, Result};
 use crate::event::Event;
 use crate::executable::LoadedExecutable;
@@ -45,6 +47,19 @@ impl Drop for ClientInner {
         // SAFETY: the last reference to the client is going away; it is destroyed once.
         let _ = unsafe { call!(self.api(), PJRT_Client_Destroy, &raw mut a) };
     }
+}
+
+/// A StableHLO text rewrite for the CPU plugin: `Some(text)` to compile instead, `None` to
+/// compile the module as given.
+pub type ProgramRewrite = fn(&str) -> Option<String>;
+
+static CPU_PROGRAM_REWRITE: OnceLock<ProgramRewrite> = OnceLock::new();
+
+/// Registers the rewrite every CPU-plugin compile applies to text modules (the binary registers
+/// `tpuport_lower`'s depthwise-convolution unrolling; the runtime knows nothing of StableHLO).
+/// Returns false when one was already registered (the first stays).
+pub fn set_cpu_program_rewrite(f: ProgramRewrite) -> bool {
+    CPU_PROGRAM_REWRITE.set(f).is_ok()
 }
 
 /// A PJRT client: devices, compilation, host↔device transfers. `Send + Sync`; clone it
@@ -213,11 +228,41 @@ impl Client {
         Ok(out.chunks(partitions.max(1) as usize).map(<[i32]>::to_vec).collect())
     }
 
-    /// Compiles a program.
+    /// Compiles a program: [`Client::effective_program`] of it, with
+    /// [`Client::effective_options`].
     ///
     /// # Errors
     /// The plugin's compile error (its message names the problem in the module).
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        self.compile_exact(&self.effective_program(program), options)
+    }
+
+    /// The program a compile on this client really compiles: on the CPU plugin, the text
+    /// module after the rewrite registered with [`set_cpu_program_rewrite`] (when one is, it
+    /// changes something and `$TPUPORT_NO_CPU_REWRITE` is not set); else `program` itself.
+    #[must_use]
+    pub fn effective_program<'p>(&self, program: &'p Program) -> Cow<'p, Program> {
+        let rewrite = CPU_PROGRAM_REWRITE.get().filter(|_| {
+            self.platform_name().eq_ignore_ascii_case("cpu")
+                && std::env::var_os(EnvVars::TPUPORT_NO_CPU_REWRITE).is_none_or(|v| v.is_empty())
+                && program.format() == "mlir"
+                && !program.is_bytecode()
+        });
+        match rewrite
+            .and_then(|f| f(std::str::from_utf8(program.code()).ok()?))
+            .map(|text| Program::mlir(text.into_bytes()))
+        {
+            Some(p) => Cow::Owned(p),
+            None => Cow::Borrowed(program),
+        }
+    }
+
+    /// Compiles `program` as given (no [`Client::effective_program`] step).
+    pub(crate) fn compile_exact(
+        &self,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<LoadedExecutable> {
         let opts = self.effective_options(options).encode();
         let mut prog = program.raw();
         let mut a = sys::PJRT_Client_Compile_Args::new();

@@ -11,6 +11,9 @@ impl EnvVars {
     /// Directory for compiled-executable cache entries (default
     /// `$XDG_CACHE_HOME/tpuport/executables`, else `~/.cache/tpuport/executables`).
     pub const TPUPORT_CACHE_DIR: &'static str = "TPUPORT_CACHE_DIR";
+    /// When set (non-empty), CPU-plugin compiles take text modules as given, without the
+    /// registered rewrite (depthwise convolutions unrolled): for comparing the two.
+    pub const TPUPORT_NO_CPU_REWRITE: &'static str = "TPUPORT_NO_CPU_REWRITE";
     /// Path of a libtpu for tests that load the real libtpu (else `.cache/libtpu/*/libtpu/libtpu.so`).
     pub const TPUPORT_LIBTPU: &'static str = "TPUPORT_LIBTPU";
     /// libtpu's own variable naming its library (honoured by JAX too); discovery checks it.

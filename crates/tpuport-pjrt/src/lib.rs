@@ -54,7 +54,7 @@ mod tests;
 pub use api::extension_name;
 pub use buffer::Buffer;
 pub use cache::{CacheStatus, Compiled, ExecutableCache};
-pub use client::Client;
+pub use client::{Client, ProgramRewrite, set_cpu_program_rewrite};
 pub use device::{Device, DeviceDescription, DeviceMemoryStats};
 pub use discover::{
     Found, Place, PluginKind, discover, find, find_cpu, python, search_places, site_packages,

@@ -1,4 +1,4 @@
-//! StableHLO → StableHLO rewrites used by `tpuport validate`. Each works on a [`Model`] read by
+//! StableHLO → StableHLO rewrites used by `tpuport validate` and the CPU compile paths. Each works on a [`Model`] read by
 //! the `tpuport_formats` StableHLO importer and leaves it printable with
 //! `tpuport_formats::stablehlo::print_model`, which the PJRT plugins compile.
 //!
@@ -8,17 +8,21 @@
 //!   `@main` signature kept (`--emulate bf16`, and the f32 reference of a mixed-precision
 //!   module);
 //! - [`expose`]: op results of `@main` returned as extra function results, for bisection;
-//! - [`unshard`]: an automatically partitioned module as a single-device one.
+//! - [`unshard`]: an automatically partitioned module as a single-device one;
+//! - [`unroll_depthwise`] / [`depthwise::for_cpu`]: depthwise convolutions as per-tap
+//!   multiply-adds, which XLA:CPU runs an order of magnitude faster.
 //!
 //! Graph surgery conventions: new values get names starting with `%tpuport_` (unique in their
 //! graph); new nodes copy the location of the node they serve, so a report still points at the
 //! user's source line; after a rewrite every value's `producer` is recomputed.
 
+pub mod depthwise;
 mod emulate;
 mod expose;
 mod retype;
 mod unshard;
 
+pub use depthwise::unroll_depthwise;
 pub use emulate::{EmulationStats, MatmulPrecision, emulate_matmul};
 pub use expose::{Exposed, expose};
 pub use retype::retype;
