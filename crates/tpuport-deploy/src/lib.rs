@@ -13,6 +13,8 @@ pub mod error;
 pub mod fit;
 pub mod gke;
 pub mod manifest;
+pub mod prom;
+pub mod top;
 pub mod yaml;
 
 pub use error::DeployError;
