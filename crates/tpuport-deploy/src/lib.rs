@@ -12,6 +12,7 @@
 pub mod error;
 pub mod fit;
 pub mod gke;
+pub mod libtpu;
 pub mod manifest;
 pub mod prom;
 pub mod top;
