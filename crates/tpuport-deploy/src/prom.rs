@@ -64,7 +64,7 @@ impl Exposition {
         self.samples(name)
             .filter(|s| filter.iter().all(|(k, v)| s.labels.get(*k).is_some_and(|x| x == v)))
             .map(|s| s.value)
-            .sum()
+            .fold(0.0, |a, b| a + b)
     }
 
     /// Every value of label `label` among the samples named `name`, sorted, unique.

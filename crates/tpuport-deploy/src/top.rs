@@ -170,7 +170,7 @@ impl Watch {
                     alarms: vec![Alarm {
                         rule: "scrape_failed".into(),
                         model: None,
-                        message: format!("{url}: {reason}"),
+                        message: reason,
                     }],
                 };
             }

@@ -20,6 +20,8 @@ pub(crate) mod port;
 pub(crate) mod profile;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod top;
+pub(crate) mod top_view;
 pub(crate) mod validate;
 
 use std::process::ExitCode;
@@ -70,6 +72,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Serve(a) => serve::run(&a, global, p),
         Command::Batch(a) => batch::run(&a, global, p),
         Command::Deploy(a) => deploy::run(&a, global, p),
+        Command::Top(a) => top::run(&a, global, p),
     }
 }
 
