@@ -159,6 +159,25 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
         verdict.require(&shown)?;
         fits.push(verdict);
     }
+    // Models of one repository share every chip: their weights add up.
+    if fits.len() > 1 {
+        let chips = u64::from(slice.chips.max(1));
+        let state: u64 = fits.iter().map(|f| f.state_bytes).sum();
+        let share = fits.iter().map(|f| f.batch_bytes.div_ceil(chips)).max().unwrap_or(0);
+        let budget = fits.first().map_or(0, |f| f.hbm_budget);
+        if state + share > budget {
+            let gib = |b: u64| format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30));
+            bail!(
+                "{}: the {} models together do not fit {}: {} of weights on every chip plus up to {} of batch, {} of HBM per chip; serve fewer models per replica or deploy them separately",
+                a.model.display(),
+                fits.len(),
+                a.slice,
+                gib(state),
+                gib(share),
+                gib(budget)
+            );
+        }
+    }
     let name = match &a.name {
         Some(n) => n.clone(),
         None => default_name(&a.model),
