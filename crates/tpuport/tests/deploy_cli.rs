@@ -95,6 +95,16 @@ fn golden_manifests_for_every_mode_validate_offline() {
         d8.contains("google.com/tpu: \"8\"") && d8.contains("gke-tpu-topology: \"2x4\""),
         "{d8}"
     );
+    // The LeaderWorkerSet pods' shell line gives libtpu every host of the group, from the
+    // variables LWS sets (leader `lin-0.lin.ns`, workers `lin-0-1.lin.ns`, …).
+    let hosts = tpuport_testkit::run_python(
+        "import sys, yaml, subprocess\nd = yaml.safe_load(open(sys.argv[1]))\ncmd = d['spec']['leaderWorkerTemplate']['workerTemplate']['spec']['containers'][0]['command']\nline = cmd[2].replace('exec tpuport', 'echo $TPU_WORKER_HOSTNAMES; : ')\nenv = {'LWS_LEADER_ADDRESS': 'lin-0.lin.ns', 'LWS_GROUP_SIZE': '4', 'PATH': '/usr/bin:/bin'}\nprint(cmd[0], subprocess.run([cmd[0], cmd[1], line], env=env, capture_output=True, text=True, check=True).stdout.strip())",
+        &[tmp.path().join("serve-v5e-16/leaderworkerset.yaml")],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&hosts.stdout).trim(),
+        "/bin/sh lin-0.lin.ns,lin-0-1.lin.ns,lin-0-2.lin.ns,lin-0-3.lin.ns"
+    );
     let crds = tpuport_testkit::repo_root().join("crates/tpuport-deploy/tests/data/crd");
     let script = tpuport_testkit::repo_root().join("scripts/validate_manifests.py");
     let out = std::process::Command::new(tpuport_testkit::python())
