@@ -1,7 +1,5 @@
 //! The crate's one error enum.
 
-use std::path::PathBuf;
-
 /// What can go wrong while planning manifests, scraping metrics or asking libtpu.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -19,15 +17,6 @@ pub enum DeployError {
         field: String,
         /// Why.
         reason: String,
-    },
-    /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
     },
     /// A `/metrics` body is not Prometheus text format.
     #[error("{url}: line {line}: {reason}")]
