@@ -190,6 +190,12 @@ fn top_reads_serve_and_raises_overload_and_drift_alarms() {
     assert!(rules(&report).contains(&"shape_drift".to_owned()), "{report}");
     let drift = &report["targets"][0]["models"][0]["shape_drift"];
     assert_eq!(drift["batch_not_bucket"], 1.0, "{report}");
+    // The text form says the same.
+    let o = common::tpuport(&["top", &addr, "--once", "--libtpu", "off"]);
+    assert_eq!(o.code, 0, "without --check alarms do not change the exit code: {}", o.stderr);
+    assert!(o.stdout.contains("shape drift batch_not_bucket 1"), "{}", o.stdout);
+    assert!(o.stdout.contains("ALARM shape_drift: lin: 1 request(s)"), "{}", o.stdout);
+    assert!(o.stdout.contains("rejections queue_full"), "{}", o.stdout);
 
     live_view_in_tmux(&addr);
 }
