@@ -27,7 +27,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile audit-vs-libtpu profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance
+.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile audit-vs-libtpu profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance deploy-venv deploy-tools
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -107,11 +107,27 @@ libtpu: venv
 	@LIBTPU_ROOT=$(LIBTPU_ROOT) bash scripts/libtpu_fetch.sh >/dev/null \
 	  || echo "libtpu: could not be installed; the TPU-compiler checks will say so and pass"
 
+# `tpuport deploy`'s offline manifest validation (scripts/validate_manifests.py):
+# kubernetes-validate and jsonschema in .venv. `deploy-tools`: promtool (Debian `prometheus`)
+# for the alert rules and tmux for `top`'s screen test, installed when apt can; the tests say
+# so in one line and fall back (rules: a parser test) when they are missing.
+DEPLOY_REQS := scripts/requirements-deploy.txt
+$(VENV)/.deploy-stamp: $(VENV)/.stamp $(DEPLOY_REQS)
+	$(VPY) -m pip install -q -r $(DEPLOY_REQS)
+	@touch $@
+
+deploy-venv: $(VENV)/.deploy-stamp
+
+deploy-tools:
+	@command -v promtool >/dev/null && command -v tmux >/dev/null \
+	  || { apt-get install -y -q --no-install-recommends prometheus tmux >/dev/null 2>&1 \
+	       || echo "deploy-tools: promtool/tmux could not be installed; their checks will say so"; }
+
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports deploy-venv deploy-tools
 	$(CARGO) test --workspace --locked
 
 TPUPORT := $(or $(TPUPORT_BIN),./target/release/tpuport)

@@ -35,6 +35,7 @@ pub mod run;
 pub mod sarif;
 pub mod style;
 mod table;
+pub mod top;
 pub mod validate;
 
 pub use error::ReportError;

@@ -113,6 +113,13 @@ pub(crate) enum Command {
     /// Offline batch inference over a dataset (tensor shards or images): pipelined decode,
     /// bucketed execution with several batches in flight, resumable and shardable outputs.
     Batch(commands::batch::BatchArgs),
+    /// Kubernetes manifests for a GKE TPU slice (serve, batch or train), refused when the
+    /// model does not fit the slice.
+    Deploy(commands::deploy::DeployArgs),
+    /// Watch `tpuport serve` metrics (and libtpu's on a TPU VM): requests, latency, queue,
+    /// batch sizes, rejections, memory; alarms on recompiles, shape drift, queue growth and
+    /// rejections (`--check` exits 1 on any).
+    Top(commands::top::TopArgs),
     /// Diagnose a run from its traces, torch_xla metrics reports and debug logs, and JAX
     /// compile logs: input-bound steps, recompilations, host syncs, CPU fallbacks, top ops.
     Profile(commands::profile::ProfileArgs),

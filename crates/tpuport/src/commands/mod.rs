@@ -9,6 +9,7 @@ pub(crate) mod check;
 pub(crate) mod compile;
 pub(crate) mod completions;
 pub(crate) mod conformance;
+pub(crate) mod deploy;
 pub(crate) mod doctor;
 pub(crate) mod explain;
 pub(crate) mod inspect;
@@ -19,6 +20,8 @@ pub(crate) mod port;
 pub(crate) mod profile;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod top;
+pub(crate) mod top_view;
 pub(crate) mod validate;
 
 use std::process::ExitCode;
@@ -68,6 +71,8 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Man(a) => man::run(&a, global, p),
         Command::Serve(a) => serve::run(&a, global, p),
         Command::Batch(a) => batch::run(&a, global, p),
+        Command::Deploy(a) => deploy::run(&a, global, p),
+        Command::Top(a) => top::run(&a, global, p),
     }
 }
 

@@ -1,0 +1,53 @@
+//! The crate's one error enum.
+
+/// What can go wrong while planning manifests, scraping metrics or asking libtpu.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeployError {
+    /// The slice cannot hold the model; names the smallest slice that can, when there is one.
+    #[error("{0}")]
+    DoesNotFit(String),
+    /// The slice or option combination cannot be deployed this way.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A flag or spec value is out of range.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// The flag or field.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+    /// A `/metrics` body is not Prometheus text format.
+    #[error("{url}: line {line}: {reason}")]
+    Exposition {
+        /// Where the text came from.
+        url: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A scrape failed (connection, status, size).
+    #[error("{url}: {reason}")]
+    Scrape {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// libtpu's runtime-metrics service answered with an error or could not be reached.
+    #[error("libtpu runtime metrics at {addr}: {reason}")]
+    Libtpu {
+        /// The address asked.
+        addr: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl DeployError {
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> DeployError {
+        DeployError::Invalid { field: field.into(), reason: reason.into() }
+    }
+}
