@@ -121,6 +121,7 @@ deploy-venv: $(VENV)/.deploy-stamp
 deploy-tools:
 	@command -v promtool >/dev/null && command -v tmux >/dev/null \
 	  || { apt-get install -y -q --no-install-recommends prometheus tmux >/dev/null 2>&1 \
+	       || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends prometheus tmux >/dev/null 2>&1; } \
 	       || echo "deploy-tools: promtool/tmux could not be installed; their checks will say so"; }
 
 lint:
