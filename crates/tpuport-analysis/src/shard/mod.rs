@@ -1,0 +1,3 @@
+//! The sharding planner behind `tpuport shard`.
+
+pub mod names;
