@@ -476,7 +476,6 @@ pub(crate) mod tests {
                 ("attn-q", 2),
                 ("attn-v", 2),
                 ("embedding", 1),
-                ("matrix", 2),
                 ("mlp-down", 2),
                 ("mlp-gate", 2),
                 ("mlp-up", 2),
