@@ -235,18 +235,39 @@ fn classify_module(module: &str, parents: &[String], rank: usize) -> Option<Kind
             Kind::Qkv
         }
         "o_proj" | "out_proj" | "attention_output" | "out_lin" | "dense_out" => Kind::AttnOut,
-        "up_proj" | "c_fc" | "fc1" | "fc_in" | "w3" | "wi" | "wi_1" | "dense_h_to_4h"
-        | "feedforward_intermediate_dense" | "up" | "ffw_gating_2" | "gate_up_proj" | "lin1" => {
-            Kind::MlpUp
-        }
+        "up_proj"
+        | "c_fc"
+        | "fc1"
+        | "fc_in"
+        | "w3"
+        | "wi"
+        | "wi_1"
+        | "dense_h_to_4h"
+        | "feedforward_intermediate_dense"
+        | "up"
+        | "ffw_gating_2"
+        | "gate_up_proj"
+        | "lin1" => Kind::MlpUp,
         "gate_proj" | "w1" | "wi_0" | "ffw_gating" | "gate" => Kind::MlpGate,
-        "down_proj" | "fc2" | "fc_out" | "w2" | "dense_4h_to_h" | "feedforward_output_dense"
-        | "down" | "ffw_linear" | "lin2" => Kind::MlpDown,
+        "down_proj"
+        | "fc2"
+        | "fc_out"
+        | "w2"
+        | "dense_4h_to_h"
+        | "feedforward_output_dense"
+        | "down"
+        | "ffw_linear"
+        | "lin2" => Kind::MlpDown,
         "lm_head" | "unembed" | "embed_out" | "output_projection" => Kind::LmHead,
         "wte" | "embed_tokens" | "word_embeddings" | "token_embedding" | "tok_embeddings"
         | "embed" | "embed_in" | "shared" | "token_embeddings" => Kind::Embedding,
-        "wpe" | "position_embeddings" | "position_embedding" | "pos" | "pos_embed"
-        | "token_type_embeddings" | "positional_embedding" => Kind::PositionEmbedding,
+        "wpe"
+        | "position_embeddings"
+        | "position_embedding"
+        | "pos"
+        | "pos_embed"
+        | "token_type_embeddings"
+        | "positional_embedding" => Kind::PositionEmbedding,
         "c_proj" | "proj" | "out" | "wo" | "o" if in_attn => Kind::AttnOut,
         "c_proj" | "proj" | "wo" | "dense" if in_mlp => {
             if module == "dense" && parents.iter().any(|p| p == "intermediate") {
