@@ -306,6 +306,8 @@ pub struct Candidate {
 /// A sharding plan.
 #[derive(Clone, Debug, Serialize)]
 pub struct ShardPlan {
+    /// `tpuport.shard/1`.
+    pub schema: &'static str,
     /// Slice name as given and its accelerator type.
     pub slice: String,
     /// Accelerator type (`v5litepod-8`).
@@ -544,6 +546,7 @@ pub fn plan(
         .collect();
     let batch_spec = spec::batch_spec(&chosen.mesh, batch);
     Ok(ShardPlan {
+        schema: "tpuport.shard/1",
         slice: slice_name.to_owned(),
         accelerator_type: slice.accelerator_type.clone(),
         topology: slice.topology(),
