@@ -92,6 +92,13 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
     } else {
         t.row(["activations".to_owned(), bytes(m.activations), "one layer + logits".to_owned()]);
     }
+    if m.fsdp_gathered > 0 {
+        t.row([
+            "fsdp gathered".to_owned(),
+            bytes(m.fsdp_gathered),
+            "largest layer whole (+ its gradient)".to_owned(),
+        ]);
+    }
     t.row(["tiling padding".to_owned(), bytes(m.padding), String::new()]);
     t.row(["total".to_owned(), bytes(m.total), format!("budget {}", bytes(m.budget))]);
     out.push_str(&t.render());

@@ -28,6 +28,10 @@
 //! bf16 peak: `2·P·tokens` forward, `6·P·tokens` for training (`8·P·tokens` with full
 //! rematerialisation), plus attention scores `4·b·s²·h` per layer forward.
 //!
+//! FSDP also needs room for what it gathers: the largest layer's weights whole (activation
+//! dtype) and, when training, that layer's gradient before its reduce-scatter; parameters
+//! outside the layers (embedding, head) form one group.
+//!
 //! The step time is compute, plus the tensor-parallel collectives (on the critical path), plus
 //! whatever FSDP/DP traffic compute does not hide.
 
@@ -68,6 +72,10 @@ pub struct Memory {
     pub activations_remat: u64,
     /// Whether the total uses the rematerialised figure (training that does not fit without).
     pub remat: bool,
+    /// FSDP working set: the largest layer's weights gathered whole over the `fsdp` axis (in
+    /// the activation dtype) and, when training, its gradient before the reduce-scatter; the
+    /// embedding, head and other parameters outside the layers count as one group.
+    pub fsdp_gathered: u64,
     /// Extra bytes the TPU's tiled layout adds to the parameter, gradient and optimizer
     /// shards.
     pub padding: u64,
@@ -211,6 +219,7 @@ pub(crate) fn score(
     };
     let e = ctx.compute_dtype;
     let mut matmul_params = 0u64;
+    let mut groups: std::collections::HashMap<Option<u32>, u64> = std::collections::HashMap::new();
     for p in params {
         let trained = p.kind.trained();
         let dtype = if trained {
@@ -260,6 +269,12 @@ pub(crate) fn score(
         // FSDP traffic: this weight is gathered over the fsdp axis before use.
         if trained && p.spec.contains(&Some(Axis::Fsdp)) {
             let gathered = bytes_of(e, local_el * u64::from(mesh.fsdp));
+            let whole_grad = if training {
+                bytes_of(ctx.param_dtype, local_el * u64::from(mesh.fsdp))
+            } else {
+                0
+            };
+            *groups.entry(p.layer).or_insert(0) += gathered + whole_grad;
             let times = if training { 2 } else { 1 };
             comms.all_gather_bytes += times * gathered;
             comms.overlappable_s += times as f64 * gather_time(gathered as f64, mesh.fsdp, bw[1]);
@@ -284,7 +299,8 @@ pub(crate) fn score(
     m.activations = act;
     m.activations_remat = if training { act_remat } else { act };
     m.budget = chip.hbm_budget().unwrap_or(0.0) as u64;
-    let fixed = m.weights + m.gradients + m.optimizer + m.padding;
+    m.fsdp_gathered = groups.values().copied().max().unwrap_or(0);
+    let fixed = m.weights + m.gradients + m.optimizer + m.padding + m.fsdp_gathered;
     m.remat = training && fixed + act > m.budget && act_remat < act;
     m.total = fixed + if m.remat { act_remat } else { act };
 

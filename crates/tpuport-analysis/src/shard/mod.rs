@@ -277,6 +277,8 @@ pub struct ParamPlan {
     pub orientation: Orientation,
     /// Mesh axis per dimension (`None`: not split).
     pub spec: Vec<Option<Axis>>,
+    /// Transformer layer the name places it in.
+    pub layer: Option<u32>,
     /// Shape of the shard each chip holds.
     pub local_shape: Vec<u64>,
     /// Bytes of the shard at the planned parameter dtype.

@@ -284,6 +284,7 @@ pub(crate) fn place(roles: &[(ParamInfo, ParamRole)], mesh: &Mesh, param_dtype: 
                 kind: r.kind,
                 recognised: r.recognised,
                 orientation: r.orientation,
+                layer: r.layer,
                 spec,
                 local_shape,
                 local_bytes,
