@@ -102,7 +102,10 @@ fn llama_7b_v5e8_train_auto_verdicts() {
     let p = run(&llama(), "v5e-8", &train_7b(None)).unwrap();
     assert!(!p.chosen.fits);
     assert!(p.notes.iter().any(|n| n.starts_with("no mesh fits")), "{:?}", p.notes);
-    assert_eq!(p.chosen.memory.weights + p.chosen.memory.gradients + p.chosen.memory.optimizer, 13_480_558_592);
+    assert_eq!(
+        p.chosen.memory.weights + p.chosen.memory.gradients + p.chosen.memory.optimizer,
+        13_480_558_592
+    );
     // Half the sequence fits, and the fastest fitting mesh wins over its runners-up.
     let p = run(&llama(), "v5e-8", &ShardOptions { seq: Some(1024), ..train_7b(None) }).unwrap();
     assert!(p.chosen.fits, "{:?}", p.chosen);

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use tpuport_analysis::roles::Role;
 use tpuport_analysis::shard::{self, Mesh, ParamInfo, ShardOptions, Strategy, emit};
 use tpuport_analysis::{Optimizer, Workload};
-use tpuport_model::{DType, Model};
+use tpuport_model::{DType, Model, WeightData};
 
 use crate::cli::GlobalArgs;
 use crate::commands::{RoleArgs, Status};
@@ -131,10 +131,20 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
             })
             .collect());
     }
+    // Tied tensors (a `.pt` state dict names GPT-2's `lm_head.weight` and `wte.weight` over
+    // one storage) are one parameter: the first name is kept.
+    let mut seen = std::collections::HashSet::new();
     Ok(model
         .weights
         .iter()
         .filter(|w| w.dtype.is_float())
+        .filter(|w| match &w.data {
+            WeightData::Mapped { path, offset, len, .. }
+            | WeightData::File { path, offset, len } => {
+                seen.insert((path.clone(), *offset, *len, w.shape.clone()))
+            }
+            _ => true,
+        })
         .map(|w| ParamInfo { name: w.name.clone(), shape: w.shape.clone(), dtype: w.dtype })
         .collect())
 }
