@@ -134,6 +134,7 @@ def write_header_only(path: str, shapes: dict[str, tuple[int, ...]]) -> None:
 # pinned to the batch split at every layer boundary, as MaxText does with its logical
 # activation constraints; without it GSPMD may split them on the hidden dimension instead.
 CONSTRAIN = [lambda x: x]
+LOGITS = [lambda x: x]
 
 
 def pin(x):
@@ -182,7 +183,7 @@ def gpt2_forward(p, ids, layers, remat):
     for i in range(layers):
         x = pin((jax.checkpoint(block, static_argnums=1) if remat else block)(pin(x), i))
     x = layer_norm(x, p["transformer.ln_f.weight"], p["transformer.ln_f.bias"])
-    return pin(x @ p["transformer.wte.weight"].T)
+    return LOGITS[0](x @ p["transformer.wte.weight"].T)
 
 
 def bert_forward(p, ids, layers, remat):
@@ -211,7 +212,7 @@ def bert_forward(p, ids, layers, remat):
     pooled = jnp.tanh(lin(x[:, 0], "pooler.dense"))
     # Masked-LM style head tied to the word embeddings; the pooler feeds a scalar so it has a
     # gradient like the rest.
-    return pin(x @ p[e + "word_embeddings.weight"].T + pooled.mean() * 0.0)
+    return LOGITS[0](x @ p[e + "word_embeddings.weight"].T + pooled.mean() * 0.0)
 
 
 def llama_forward(p, ids, layers, remat):
@@ -230,7 +231,7 @@ def llama_forward(p, ids, layers, remat):
 
     for i in range(layers):
         x = pin((jax.checkpoint(block, static_argnums=1) if remat else block)(pin(x), i))
-    return pin(rms_norm(x, p["model.norm.weight"]) @ p["lm_head.weight"].T)
+    return LOGITS[0](rms_norm(x, p["model.norm.weight"]) @ p["lm_head.weight"].T)
 
 
 MODELS = {
@@ -280,6 +281,7 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     mem = report["chosen"]["memory"]
     m = plan.make_mesh()
     CONSTRAIN[0] = lambda x: plan.constrain(x, m)
+    LOGITS[0] = lambda x: jax.lax.with_sharding_constraint(x, plan.logits_sharding(m))
     shard = plan.param_shardings(m, shapes.keys())
     data = plan.batch_sharding(m, 2)
     rep = jax.sharding.NamedSharding(m, jax.sharding.PartitionSpec())
@@ -305,7 +307,7 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
                      out_shardings=(shard, shard, shard, rep), donate_argnums=(0, 1, 2))
         lowered = fn.lower(abstract, abstract, abstract, ids)
     else:
-        out = jax.sharding.NamedSharding(m, jax.sharding.PartitionSpec(*tuple(plan.BATCH_SPEC)[:1], None, None))
+        out = plan.logits_sharding(m)
         fn = jax.jit(lambda p, ids: forward(p, ids, layers, False),
                      in_shardings=(shard, data), out_shardings=out)
         lowered = fn.lower(abstract, ids)

@@ -67,7 +67,15 @@ fn mesh_consts(plan: &ShardPlan) -> String {
     )
 }
 
+fn batch_dim_py(plan: &ShardPlan) -> String {
+    batch_entries(plan).into_iter().next().unwrap_or_else(|| "None".to_owned())
+}
+
 fn batch_spec_py(plan: &ShardPlan) -> String {
+    batch_entries(plan).join(", ")
+}
+
+fn batch_entries(plan: &ShardPlan) -> Vec<String> {
     plan.batch_spec
         .iter()
         .map(|d| match d {
@@ -78,8 +86,13 @@ fn batch_spec_py(plan: &ShardPlan) -> String {
                 axes.iter().map(|a| py_str(a.as_str())).collect::<Vec<_>>().join(", ")
             ),
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
+}
+
+/// Whether the logits are split on the vocabulary (the `tensor` axis divides it).
+fn vocab_split(plan: &ShardPlan) -> bool {
+    let t = plan.chosen.mesh.tensor;
+    t > 1 && plan.model.vocab.is_some_and(|v| v % u64::from(t) == 0)
 }
 
 /// The plan as a JAX module.
@@ -90,9 +103,11 @@ pub fn jax(plan: &ShardPlan) -> String {
         "import numpy as np\nimport jax\nfrom jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P\n\n",
     );
     s.push_str(&mesh_consts(plan));
+    let batch = batch_spec_py(plan);
+    let first = batch_dim_py(plan);
     s.push_str(&format!(
-        "# Activations: [batch, seq, ...] split on the batch.\nBATCH_SPEC = P({})\n\n",
-        batch_spec_py(plan)
+        "# Activations: [batch, seq, ...] split on the batch; logits [batch, seq, vocab].\nBATCH_SPEC = P({batch})\nLOGITS_SPEC = P({first}, None, {})\n\n",
+        if vocab_split(plan) { "\"tensor\"" } else { "None" }
     ));
     s.push_str("# Per parameter path, as the checkpoint or export names it.\nPARAM_SPECS = {\n");
     for p in &plan.params {
@@ -100,7 +115,7 @@ pub fn jax(plan: &ShardPlan) -> String {
     }
     s.push_str("}\n\n");
     s.push_str(
-        "\ndef make_mesh(devices=None):\n    \"\"\"The mesh, with Auto axis types (GSPMD propagates shardings through matmuls).\"\"\"\n    devices = jax.devices() if devices is None else devices\n    return Mesh(np.asarray(devices).reshape(MESH_SHAPE), MESH_AXES, axis_types=(AxisType.Auto,) * len(MESH_AXES))\n\n\ndef param_shardings(mesh, names=None):\n    \"\"\"NamedSharding per parameter path (every path in PARAM_SPECS, or `names`).\"\"\"\n    names = PARAM_SPECS.keys() if names is None else names\n    return {n: NamedSharding(mesh, PARAM_SPECS.get(n, P())) for n in names}\n\n\ndef batch_sharding(mesh, rank=2):\n    \"\"\"NamedSharding of an activation/input of `rank` dimensions with the batch first.\"\"\"\n    spec = tuple(BATCH_SPEC)[:1] + (None,) * (rank - 1)\n    return NamedSharding(mesh, P(*spec))\n\n\ndef constrain(x, mesh):\n    \"\"\"Pins an activation (batch first) to the batch split; call it on the hidden states at\n    layer boundaries so the partitioner keeps FSDP's batch split instead of splitting the\n    hidden dimension.\"\"\"\n    return jax.lax.with_sharding_constraint(x, batch_sharding(mesh, x.ndim))\n\n\ndef shard_params(params, mesh):\n    \"\"\"Places a flat {path: array} dict on the mesh.\"\"\"\n    shardings = param_shardings(mesh, params.keys())\n    return {n: jax.device_put(v, shardings[n]) for n, v in params.items()}\n",
+        "\ndef make_mesh(devices=None):\n    \"\"\"The mesh, with Auto axis types (GSPMD propagates shardings through matmuls).\"\"\"\n    devices = jax.devices() if devices is None else devices\n    return Mesh(np.asarray(devices).reshape(MESH_SHAPE), MESH_AXES, axis_types=(AxisType.Auto,) * len(MESH_AXES))\n\n\ndef param_shardings(mesh, names=None):\n    \"\"\"NamedSharding per parameter path (every path in PARAM_SPECS, or `names`).\"\"\"\n    names = PARAM_SPECS.keys() if names is None else names\n    return {n: NamedSharding(mesh, PARAM_SPECS.get(n, P())) for n in names}\n\n\ndef batch_sharding(mesh, rank=2):\n    \"\"\"NamedSharding of an activation/input of `rank` dimensions with the batch first.\"\"\"\n    spec = tuple(BATCH_SPEC)[:1] + (None,) * (rank - 1)\n    return NamedSharding(mesh, P(*spec))\n\n\ndef logits_sharding(mesh):\n    \"\"\"NamedSharding of [batch, seq, vocab] logits.\"\"\"\n    return NamedSharding(mesh, LOGITS_SPEC)\n\n\ndef constrain(x, mesh):\n    \"\"\"Pins an activation (batch first) to the batch split; call it on the hidden states at\n    layer boundaries so the partitioner keeps FSDP's batch split instead of splitting the\n    hidden dimension.\"\"\"\n    return jax.lax.with_sharding_constraint(x, batch_sharding(mesh, x.ndim))\n\n\ndef shard_params(params, mesh):\n    \"\"\"Places a flat {path: array} dict on the mesh.\"\"\"\n    shardings = param_shardings(mesh, params.keys())\n    return {n: jax.device_put(v, shardings[n]) for n, v in params.items()}\n",
     );
     s
 }

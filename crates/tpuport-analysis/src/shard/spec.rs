@@ -8,7 +8,8 @@
 //! |---|---|---|
 //! | q, k, v, qkv, up, gate (column) | output features (`[out, in]` dim 0, `[in, out]` dim 1, a 3-D kernel's heads) | input features (hidden) |
 //! | attention out, down (row) | input features (heads / MLP width) | output features (hidden) |
-//! | embedding `[vocab, hidden]`, LM head | vocabulary | hidden |
+//! | LM head, embedding tied to it | vocabulary | hidden |
+//! | embedding with its own LM head | hidden (GSPMD cannot split a gather's indexed dimension) | vocabulary |
 //! | position embedding, conv, unknown matrix | — | largest dimension (FSDPv2's rule) |
 //! | norm, bias, state, unknown vector | — | — |
 //!
@@ -144,6 +145,7 @@ fn split_dims(
     role: &ParamRole,
     shape: &[u64],
     hidden: Option<u64>,
+    untied: bool,
 ) -> (Option<usize>, Option<usize>) {
     let rank = shape.len();
     let largest = || (0..rank).max_by_key(|&i| (shape[i], std::cmp::Reverse(i)));
@@ -151,6 +153,11 @@ fn split_dims(
         Parallel::Replicated => (None, None),
         Parallel::Fsdp => (None, if rank >= 2 { largest() } else { None }),
         _ if rank < 2 => (None, None),
+        // A lookup table with its own LM head: `tensor` on the hidden dimension. GSPMD cannot
+        // partition a gather on the dimension it indexes (XLA warns "Involuntary full
+        // rematerialization" and replicates the table, measured in scripts/shard_proof.py),
+        // while a split on the gathered rows' features passes through.
+        Parallel::Vocab if role.kind == Kind::Embedding && untied && rank == 2 => (Some(1), Some(0)),
         Parallel::Vocab => {
             let vocab = match (role.kind, role.orientation) {
                 (Kind::LmHead, Orientation::InOut) => rank - 1,
@@ -199,7 +206,7 @@ pub(crate) fn tensor_divides(
         {
             continue;
         }
-        if let (Some(d), _) = split_dims(r, &p.shape, hidden) {
+        if let (Some(d), _) = split_dims(r, &p.shape, hidden, false) {
             if p.shape[d] % u64::from(tensor) != 0 {
                 return Err((p.name.clone(), r.kind.as_str(), d, p.shape[d]));
             }
@@ -237,6 +244,7 @@ pub(crate) struct Placed {
 /// at its stored dtype. Assumes [`tensor_divides`] passed.
 pub(crate) fn place(roles: &[(ParamInfo, ParamRole)], mesh: &Mesh, param_dtype: DType) -> Placed {
     let hidden = hidden_of(roles);
+    let untied = roles.iter().any(|(_, r)| r.kind == Kind::LmHead);
     let mut notes = Vec::new();
     let mut vocab_whole: Vec<String> = Vec::new();
     let mut fsdp_whole = 0usize;
@@ -245,7 +253,7 @@ pub(crate) fn place(roles: &[(ParamInfo, ParamRole)], mesh: &Mesh, param_dtype: 
         .iter()
         .map(|(p, r)| {
             let mut spec: Vec<Option<Axis>> = vec![None; p.shape.len()];
-            let (tp, fs) = split_dims(r, &p.shape, hidden);
+            let (tp, fs) = split_dims(r, &p.shape, hidden, untied);
             if let Some(d) = tp.filter(|_| mesh.tensor > 1) {
                 if p.shape[d] % u64::from(mesh.tensor) == 0 {
                     spec[d] = Some(Axis::Tensor);

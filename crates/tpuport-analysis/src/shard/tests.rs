@@ -155,7 +155,8 @@ fn megatron_column_row_vocab_specs() {
         [Some("fsdp"), Some("tensor")]
     );
     assert_eq!(spec_of(&p, "model.layers.0.mlp.down_proj.weight"), [Some("fsdp"), Some("tensor")]);
-    assert_eq!(spec_of(&p, "model.embed_tokens.weight"), [Some("tensor"), Some("fsdp")]);
+    // Untied lookup table: tensor on the hidden dimension (a gather passes it through).
+    assert_eq!(spec_of(&p, "model.embed_tokens.weight"), [Some("fsdp"), Some("tensor")]);
     assert_eq!(spec_of(&p, "lm_head.weight"), [Some("tensor"), Some("fsdp")]);
     assert_eq!(spec_of(&p, "model.norm.weight"), [None]);
     // Two all-reduces of [b, s, h] per layer forward and two backward, plus the embedding's
