@@ -10,7 +10,10 @@
 //! layer's set is live. The logits `b·s·vocab/t` come on top, four times when training (the
 //! logits, their log-softmax, its exponential and the logits' gradient are live together in
 //! the loss; the count was read off XLA's buffer sizes in `scripts/shard_proof.py`, where two
-//! copies left GPT-2 and BERT 10–15 % under the compiler). Inference holds one layer's set and the logits. Padding is the
+//! copies left GPT-2 and BERT 10–15 % under the compiler). Inference keeps nothing for a
+//! backward pass: one layer's live set `s·b·(2h + 3h/t + 2F/t)` (residual and normed copy,
+//! q/k/v, the MLP's two intermediates of width `F`) plus the scores `b·(a/t)·s²`, and the
+//! logits once. Padding is the
 //! difference between each shard's bytes in the TPU layout (`tpuport_hw::device_bytes`) and
 //! its dense bytes.
 //!
@@ -152,7 +155,11 @@ fn activations(ctx: &Context<'_>, mesh: &Mesh) -> (u64, u64) {
         let remat = lf * s * b * hf * e + layer + 4.0 * logits;
         (full as u64, remat as u64)
     } else {
-        let w = (layer + logits) as u64;
+        // Inference keeps nothing for a backward pass: one layer's live set is the residual
+        // and its normed copy, q/k/v, the MLP's two intermediates and the attention scores.
+        let f = d.mlp.unwrap_or(4 * h) as f64;
+        let live = s * b * (2.0 * hf + 3.0 * hf / t + 2.0 * f / t) * e + b * (a / t) * s * s * e;
+        let w = (live + logits) as u64;
         (w, w)
     }
 }

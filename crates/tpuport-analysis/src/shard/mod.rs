@@ -258,6 +258,8 @@ pub struct ModelDims {
     pub heads_from: Option<String>,
     /// Whether the output projection is tied to the embedding (no LM head stored).
     pub tied_head: bool,
+    /// MLP width (the up projection's output features).
+    pub mlp: Option<u64>,
 }
 
 /// One parameter's plan.
@@ -390,6 +392,10 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
     }
     d.layers = max_layer.map(|l| u64::from(l) + 1);
     d.tied_head = !has_head && d.vocab.is_some();
+    d.mlp = params
+        .iter()
+        .find(|(p, r)| r.kind == Kind::MlpUp && p.shape.len() == 2)
+        .map(|(p, r)| if r.orientation == Orientation::OutIn { p.shape[0] } else { p.shape[1] });
     if let Some(h) = opts.heads {
         d.heads = Some(h);
         d.heads_from = Some("--heads".into());
