@@ -157,7 +157,9 @@ fn split_dims(
         // partition a gather on the dimension it indexes (XLA warns "Involuntary full
         // rematerialization" and replicates the table, measured in scripts/shard_proof.py),
         // while a split on the gathered rows' features passes through.
-        Parallel::Vocab if role.kind == Kind::Embedding && untied && rank == 2 => (Some(1), Some(0)),
+        Parallel::Vocab if role.kind == Kind::Embedding && untied && rank == 2 => {
+            (Some(1), Some(0))
+        }
         Parallel::Vocab => {
             let vocab = match (role.kind, role.orientation) {
                 (Kind::LmHead, Orientation::InOut) => rank - 1,
