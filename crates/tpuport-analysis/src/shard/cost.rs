@@ -316,15 +316,15 @@ pub(crate) fn score(
     // Tensor-parallel activation all-reduces.
     let split: u64 =
         batch_axes(mesh, ctx.batch).iter().map(|&ax| u64::from(mesh.size(ax))).product();
-    if mesh.tensor > 1 {
-        if let (Some(l), Some(h)) = (ctx.dims.layers, ctx.dims.hidden) {
-            let v = bytes_of(e, ctx.batch / split.max(1) * ctx.seq * h);
-            let per_layer = if training { 4 } else { 2 };
-            let emb = if ctx.dims.vocab.is_some() { if training { 2 } else { 1 } } else { 0 };
-            let n = l * per_layer + emb;
-            comms.all_reduce_bytes += n * v;
-            comms.exposed_s += n as f64 * 2.0 * gather_time(v as f64, mesh.tensor, bw[2]);
-        }
+    if mesh.tensor > 1
+        && let (Some(l), Some(h)) = (ctx.dims.layers, ctx.dims.hidden)
+    {
+        let v = bytes_of(e, ctx.batch / split.max(1) * ctx.seq * h);
+        let per_layer = if training { 4 } else { 2 };
+        let emb = if ctx.dims.vocab.is_some() { if training { 2 } else { 1 } } else { 0 };
+        let n = l * per_layer + emb;
+        comms.all_reduce_bytes += n * v;
+        comms.exposed_s += n as f64 * 2.0 * gather_time(v as f64, mesh.tensor, bw[2]);
     }
 
     // Compute.

@@ -369,11 +369,9 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
             max_layer = Some(max_layer.map_or(l, |m| m.max(l)));
         }
         match r.kind {
-            Kind::Embedding if p.shape.len() == 2 => {
-                if d.vocab.is_none_or(|v| p.shape[0] > v) {
-                    d.vocab = Some(p.shape[0]);
-                    d.hidden = Some(p.shape[1]);
-                }
+            Kind::Embedding if p.shape.len() == 2 && d.vocab.is_none_or(|v| p.shape[0] > v) => {
+                d.vocab = Some(p.shape[0]);
+                d.hidden = Some(p.shape[1]);
             }
             Kind::LmHead => has_head = true,
             Kind::Norm if p.shape.len() == 1 => *norm_lens.entry(p.shape[0]).or_insert(0) += 1,
@@ -411,7 +409,7 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
 
 /// Divisors of `n`, ascending.
 fn divisors(n: u32) -> Vec<u32> {
-    (1..=n).filter(|d| n % d == 0).collect()
+    (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
 }
 
 /// Every `data × fsdp × tensor` factorisation of `chips`.
@@ -472,7 +470,7 @@ pub fn plan(
                     chips: slice.chips,
                 });
             }
-            if batch % u64::from(m.data) != 0 {
+            if !batch.is_multiple_of(u64::from(m.data)) {
                 return Err(ShardError::BatchNotDivisible { batch, data: m.data });
             }
             vec![*m]
@@ -483,7 +481,7 @@ pub fn plan(
     let mut scored = Vec::new();
     let mut first_err: Option<ShardError> = None;
     for m in &candidates {
-        if batch % u64::from(m.data) != 0 {
+        if !batch.is_multiple_of(u64::from(m.data)) {
             first_err.get_or_insert(ShardError::BatchNotDivisible { batch, data: m.data });
             continue;
         }
@@ -535,10 +533,10 @@ pub fn plan(
             tpuport_hw::format_bytes(chosen.memory.budget as f64)
         ));
     }
-    if let Some(from) = &dims.heads_from {
-        if from.starts_with("assumed") {
-            notes.push(format!("attention heads {}", from));
-        }
+    if let Some(from) = &dims.heads_from
+        && from.starts_with("assumed")
+    {
+        notes.push(format!("attention heads {}", from));
     }
     if dims.layers.is_none() || dims.hidden.is_none() {
         notes.push(

@@ -195,10 +195,10 @@ fn is_norm(seg: &str) -> bool {
 /// `transformer_layer_1`, `Block_2`.
 fn layer_index(segs: &[String]) -> Option<u32> {
     for (i, s) in segs.iter().enumerate() {
-        if let Ok(n) = s.parse::<u32>() {
-            if i > 0 {
-                return Some(n);
-            }
+        if let Ok(n) = s.parse::<u32>()
+            && i > 0
+        {
+            return Some(n);
         }
         if let Some((head, tail)) = s.rsplit_once('_') {
             let h = head.to_ascii_lowercase();
@@ -286,12 +286,10 @@ fn classify_module(module: &str, parents: &[String], rank: usize) -> Option<Kind
             }
         }
         "dense" if parents.last().is_some_and(|p| p == "intermediate") => Kind::MlpUp,
-        m if m.starts_with("conv") || m.contains("_conv") || m.contains("depthwise") => {
-            if rank >= 3 {
-                Kind::Conv
-            } else {
-                return None;
-            }
+        m if (m.starts_with("conv") || m.contains("_conv") || m.contains("depthwise"))
+            && rank >= 3 =>
+        {
+            Kind::Conv
         }
         _ => return None,
     };

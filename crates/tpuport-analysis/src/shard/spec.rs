@@ -109,7 +109,7 @@ impl Mesh {
                 .trim()
                 .parse()
                 .ok()
-                .filter(|&n| n >= 1 && n <= 1 << 16)
+                .filter(|&n| (1..=1 << 16).contains(&n))
                 .ok_or_else(|| bad(format!("`{v}` is not a size from 1 to 65536")))?;
             let axis = match k.trim().to_ascii_lowercase().as_str() {
                 "data" | "dp" => Axis::Data,
@@ -208,10 +208,10 @@ pub(crate) fn tensor_divides(
         {
             continue;
         }
-        if let (Some(d), _) = split_dims(r, &p.shape, hidden, false) {
-            if p.shape[d] % u64::from(tensor) != 0 {
-                return Err((p.name.clone(), r.kind.as_str(), d, p.shape[d]));
-            }
+        if let (Some(d), _) = split_dims(r, &p.shape, hidden, false)
+            && p.shape[d] % u64::from(tensor) != 0
+        {
+            return Err((p.name.clone(), r.kind.as_str(), d, p.shape[d]));
         }
     }
     Ok(())
@@ -343,7 +343,7 @@ pub fn batch_axes(mesh: &Mesh, batch: u64) -> Vec<Axis> {
     let mut split = 1u64;
     for a in [Axis::Data, Axis::Fsdp] {
         let n = u64::from(mesh.size(a));
-        if n > 1 && batch % (split * n) == 0 {
+        if n > 1 && batch.is_multiple_of(split * n) {
             axes.push(a);
             split *= n;
         }
