@@ -39,6 +39,13 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# `--libtpu PATH`: compile for a v5e-8 topology with the real TPU compiler instead (no TPU
+# needed; the environment libtpu wants is set before JAX starts).
+LIBTPU = sys.argv[sys.argv.index("--libtpu") + 1] if "--libtpu" in sys.argv else None
+if LIBTPU:
+    os.environ.update(TPU_LIBRARY_PATH=os.path.abspath(LIBTPU), TPU_SKIP_MDS_QUERY="1",
+                      TPU_WORKER_HOSTNAMES="localhost", TPU_ACCELERATOR_TYPE="v5litepod-8",
+                      ALLOW_MULTIPLE_LIBTPU_LOAD="1", TF_CPP_MIN_LOG_LEVEL="1")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -279,7 +286,7 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     report = json.loads(r.stdout)
     plan = load_plan(plan_py)
     mem = report["chosen"]["memory"]
-    m = plan.make_mesh()
+    m = plan.make_mesh(DEVICES[0])
     CONSTRAIN[0] = lambda x: plan.constrain(x, m)
     LOGITS[0] = lambda x: jax.lax.with_sharding_constraint(x, plan.logits_sharding(m))
     shard = plan.param_shardings(m, shapes.keys())
@@ -315,7 +322,8 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     compiled = lowered.compile()
     secs = time.time() - t0
     got = memory(compiled)
-    planned = mem["total"] - mem["padding"]
+    # XLA:CPU does not tile: compare without the plan's TPU padding there.
+    planned = mem["total"] - (0 if LIBTPU else mem["padding"])
     return {
         "model": f"{model} ({layers} layers)", "workload": workload, "batch": batch, "seq": seq,
         "mesh": report["chosen"]["strategy"] + " " + "x".join(str(report["chosen"]["mesh"][a]) for a in ("data", "fsdp", "tensor")),
@@ -328,6 +336,63 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     }
 
 
+DEVICES = [None]
+
+
+def run_check(tpuport, tmp, model, layers, batch, seq, mesh):
+    """The sharded inference module, exported with its shardings, run by `tpuport run --devices
+    8` on random weights; its logits must match the unsharded JAX forward on one device."""
+    shapes_fn, forward, heads = MODELS[model]
+    shapes = shapes_fn(layers)
+    ckpt = os.path.join(tmp, f"{model}{layers}.safetensors")
+    if not os.path.exists(ckpt):
+        write_header_only(ckpt, shapes)
+    plan_py = os.path.join(tmp, f"plan_run_{model}.py")
+    cmd = [tpuport, "shard", ckpt, "--slice", "v5e-8", "--batch", str(batch), "--seq", str(seq),
+           "--param-dtype", "f32", "--dtype", "f32", "--heads", str(heads), "--mesh", mesh,
+           "--emit", "jax", "-o", plan_py]
+    subprocess.run(cmd, capture_output=True, text=True, check=True)
+    plan = load_plan(plan_py)
+    m = plan.make_mesh()
+    CONSTRAIN[0] = lambda x: plan.constrain(x, m)
+    LOGITS[0] = lambda x: jax.lax.with_sharding_constraint(x, plan.logits_sharding(m))
+    rng = np.random.default_rng(0)
+    params = {n: (rng.standard_normal(s, dtype=np.float32) * 0.02) for n, s in shapes.items()}
+    for n in params:
+        if n.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight", "LayerNorm.weight", "norm.weight", "layernorm.weight")):
+            params[n] = np.ones_like(params[n])
+    ids = rng.integers(0, 1000, (batch, seq), dtype=np.int32)
+    shard = plan.param_shardings(m, shapes.keys())
+    fn = jax.jit(lambda p, i: forward(p, i, layers, False),
+                 in_shardings=(shard, plan.batch_sharding(m, 2)), out_shardings=plan.logits_sharding(m))
+    text = fn.lower(params, ids).as_text()
+    mod = os.path.join(tmp, f"{model}_sharded.mlir")
+    open(mod, "w").write(text)
+    CONSTRAIN[0] = LOGITS[0] = lambda x: x
+    want = np.asarray(jax.jit(lambda p, i: forward(p, i, layers, False), device=jax.devices()[0])(params, ids))
+    args = []
+    # jax flattens the dict by sorted key, then the ids.
+    for k, n in enumerate(sorted(params)):
+        f = os.path.join(tmp, f"a{k}.npy")
+        np.save(f, params[n])
+        args += ["-i", f]
+    f = os.path.join(tmp, "ids.npy")
+    np.save(f, ids)
+    args += ["-i", f]
+    out = os.path.join(tmp, "run_out")
+    r = subprocess.run([tpuport, "run", mod, *args, "--devices", "8", "--out", out],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"tpuport run failed: {r.stderr.strip()[-800:]}")
+        return False
+    got = np.load(os.path.join(out, "out0.npy"))
+    err = float(np.max(np.abs(got - want)))
+    ok = got.shape == want.shape and err < 1e-3
+    print(f"tpuport run --devices 8 of the sharded {model} ({layers} layers) inference module, mesh {mesh}: "
+          f"logits {got.shape}, max |diff| vs unsharded JAX {err:.2e} {'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tpuport", default="target/debug/tpuport")
@@ -335,8 +400,18 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="one mesh per model")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--only", help="comma-separated models")
+    ap.add_argument("--no-run", action="store_true", help="skip the `tpuport run --devices 8` check")
+    ap.add_argument("--libtpu", help="libtpu.so: compile for a v5e-8 topology (make libtpu)")
     a = ap.parse_args()
-    assert len(jax.devices()) == 8, jax.devices()
+    if a.libtpu:
+        from jax.experimental import topologies
+        topo = topologies.get_topology_desc(platform="tpu", topology_name="v5e:2x4",
+                                            chip_config_name="default", chips_per_host_bounds=(2, 2, 1),
+                                            num_slices=1, wrap=(False, False, False))
+        DEVICES[0] = topo.devices
+        print(f"compiling for {len(topo.devices)} x {topo.devices[0].device_kind} (libtpu {a.libtpu})")
+    else:
+        assert len(jax.devices()) == 8, jax.devices()
     cases = [
         ("gpt2", 4, "train", 8, 256, None), ("gpt2", 4, "infer", 8, 256, None),
         ("bert", 4, "train", 8, 256, None), ("bert", 4, "infer", 8, 256, None),
@@ -365,6 +440,8 @@ def main() -> int:
             print(f"{r['model']:16} {r['workload']:6} {r['mesh']:18} {str(r['remat']):5} {r['plan']/mib:9.1f} {x['total']/mib:9.1f} {r['ratio']:6.3f}"
                   f"  ({(r['plan_weights']+r['plan_opt'])/mib:.1f}+{r['plan_act']/mib:.1f}; {x['argument']/mib:.1f}/{x['output']/mib:.1f}/{x['temp']/mib:.1f}/{x['alias']/mib:.1f})"
                   f" compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}", flush=True)
+        if not a.libtpu and not a.no_run:
+            bad += not run_check(a.tpuport, tmp, "gpt2", 4, 8, 128, "fsdp=4,tensor=2")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

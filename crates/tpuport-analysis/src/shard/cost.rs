@@ -11,8 +11,8 @@
 //! logits, their log-softmax, its exponential and the logits' gradient are live together in
 //! the loss; the count was read off XLA's buffer sizes in `scripts/shard_proof.py`, where two
 //! copies left GPT-2 and BERT 10–15 % under the compiler). Inference keeps nothing for a
-//! backward pass: one layer's live set `s·b·(2h + 3h/t + 2F/t)` (residual and normed copy,
-//! q/k/v, the MLP's two intermediates of width `F`) plus the scores `b·(a/t)·s²`, and the
+//! backward pass: one layer's live set `s·b·(h + 3h/t + 2F/t)` (the residual, q/k/v, the
+//! MLP's two intermediates of width `F`; the norm fuses into its consumers) plus the scores `b·(a/t)·s²`, and the
 //! logits once. Padding is the
 //! difference between each shard's bytes in the TPU layout (`tpuport_hw::device_bytes`) and
 //! its dense bytes.
@@ -156,9 +156,10 @@ fn activations(ctx: &Context<'_>, mesh: &Mesh) -> (u64, u64) {
         (full as u64, remat as u64)
     } else {
         // Inference keeps nothing for a backward pass: one layer's live set is the residual
-        // and its normed copy, q/k/v, the MLP's two intermediates and the attention scores.
+        // (XLA fuses the norm into its consumers), q/k/v, the MLP's two intermediates and the
+        // attention scores.
         let f = d.mlp.unwrap_or(4 * h) as f64;
-        let live = s * b * (2.0 * hf + 3.0 * hf / t + 2.0 * f / t) * e + b * (a / t) * s * s * e;
+        let live = s * b * (hf + 3.0 * hf / t + 2.0 * f / t) * e + b * (a / t) * s * s * e;
         let w = (live + logits) as u64;
         (w, w)
     }
