@@ -165,6 +165,11 @@ shard-proof: venv venv-xla build
 	$(VENV_XLA)/bin/python scripts/shard_proof_torch_xla.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_shard.py --tpuport ./target/release/tpuport
 
+# The same JAX proof compiled by libtpu for a v5e:2x4 topology (no TPU needed). About 10 minutes.
+.PHONY: shard-proof-tpu
+shard-proof-tpu: venv build libtpu
+	$(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)" --tolerance 0.5
+
 # `tpuport profile` on a 1 GB synthetic trace vs Python's json.load of the same file.
 bench-profile: venv build
 	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport
