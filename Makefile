@@ -166,9 +166,10 @@ shard-proof: venv venv-xla build
 	$(VPY) scripts/bench_shard.py --tpuport ./target/release/tpuport
 
 # The same JAX proof compiled by libtpu for a v5e:2x4 topology (no TPU needed). About 10 minutes.
+# Exits 1 today: the plan over-estimates training memory on TPU by 1.3-2x (docs/shard.md).
 .PHONY: shard-proof-tpu
 shard-proof-tpu: venv build libtpu
-	$(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)" --tolerance 0.5
+	$(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
 
 # `tpuport profile` on a 1 GB synthetic trace vs Python's json.load of the same file.
 bench-profile: venv build
