@@ -138,6 +138,9 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
         .weights
         .iter()
         .filter(|w| w.dtype.is_float())
+        // Scalars are constants, not parameters to shard. (torch.onnx's dynamo `val_N`
+        // initializers are kept: some are transposed Linear weights; they are placed by shape.)
+        .filter(|w| !w.shape.is_empty())
         .filter(|w| match &w.data {
             WeightData::Mapped { path, offset, len, .. }
             | WeightData::File { path, offset, len } => {
