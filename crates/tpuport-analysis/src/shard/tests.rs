@@ -140,6 +140,12 @@ fn llama_7b_v5e4_infer_fits() {
     )
     .unwrap();
     assert_eq!(p.chosen.memory.weights, (6_738_149_376 / 4 + 266_240) * 2);
+    // Inference live set, b = 4 / 4 = 1, s = 2048, h = 4096, F = 11008, a = 32, t = 1, bf16:
+    // 2048·(4096 + 3·4096 + 2·11008)·2 = 157_286_400, scores 32·2048²·2 = 268_435_456,
+    // logits 2048·32000·2 = 131_072_000 once.
+    assert_eq!(p.model.mlp, Some(11008));
+    assert_eq!(p.chosen.memory.activations, 157_286_400 + 268_435_456 + 131_072_000);
+    assert!(!p.chosen.memory.remat);
 }
 
 #[test]
