@@ -20,4 +20,5 @@ pub mod layout;
 pub mod memory;
 pub mod roles;
 pub mod roofline;
+pub mod shard;
 pub mod taxonomy;

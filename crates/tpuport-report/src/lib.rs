@@ -33,6 +33,7 @@ pub mod lower;
 pub mod profile;
 pub mod run;
 pub mod sarif;
+pub mod shard;
 pub mod style;
 mod table;
 pub mod top;

@@ -97,6 +97,9 @@ pub(crate) enum Command {
     Check(commands::check::CheckArgs),
     /// Rewrite Python scripts for torch_xla, TF TPUStrategy or JAX sharding.
     Port(commands::port::PortArgs),
+    /// Plan how to shard a model or checkpoint over a TPU slice: mesh, partition spec per
+    /// parameter, memory per chip, collectives per step; emit it as JAX or torch_xla code.
+    Shard(commands::shard::ShardArgs),
     /// Show the accelerator catalog: chips, one chip's sourced figures, or a slice's topology.
     Catalog(commands::catalog::CatalogArgs),
     /// Print the documentation of a finding or rule code.

@@ -20,6 +20,7 @@ pub(crate) mod port;
 pub(crate) mod profile;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod shard;
 pub(crate) mod top;
 pub(crate) mod top_view;
 pub(crate) mod validate;
@@ -63,6 +64,7 @@ pub(crate) fn dispatch(cmd: Command, global: &GlobalArgs, p: &Printer) -> anyhow
         Command::Check(a) => check::run(&a, global, p),
         Command::Port(a) => port::run(&a, global, p),
         Command::Catalog(a) => catalog::run(&a, global, p),
+        Command::Shard(a) => shard::run(&a, global, p),
         Command::Explain(a) => explain::run(&a, global, p),
         Command::Conformance(a) => conformance::run(&a, global, p),
         Command::Validate(a) => validate::run(&a, global, p),

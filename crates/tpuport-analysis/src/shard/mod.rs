@@ -1,0 +1,580 @@
+//! The sharding planner behind `tpuport shard`: a mesh for a TPU slice, a partition spec per
+//! parameter, the memory each chip holds, the collective traffic per step and its time on ICI,
+//! and the strategy with the lowest predicted step time that fits.
+//!
+//! - [`names`]: what each parameter is (embedding, attention q/k/v/out, MLP up/gate/down, norm,
+//!   bias, conv, LM head, state), from the naming schemes of torch/HF, Flax/NNX, Keras and
+//!   keras-hub, with a shape fallback.
+//! - [`spec`]: the mesh axes (`data`, `fsdp`, `tensor`) laid on the slice topology, and each
+//!   parameter's partition spec: Megatron column (q/k/v/up/gate split on their output
+//!   features), row (out/down split on their input features), vocabulary-parallel embeddings
+//!   and heads, FSDP on the hidden dimension (MaxText's `embed → fsdp` rule), replicated norms,
+//!   biases and state (`sharding-anchors.md` §1, §2, §4).
+//! - [`cost`]: per-chip memory (weights, gradients, optimizer state, activations with and
+//!   without full rematerialisation, tiling padding), collective bytes and time
+//!   (`sharding-anchors.md` §7, §8), compute time at the chip's bf16 peak.
+//! - [`emit`]: the plan as JAX (`Mesh` with `AxisType.Auto`, `NamedSharding` per parameter
+//!   path), torch_xla SPMD (`xs.Mesh`, `xs.mark_sharding` per parameter, `[out, in]` order)
+//!   and JSON.
+//!
+//! Nothing here reads tensor data: a plan needs names, shapes and dtypes only, so a 7B
+//! checkpoint plans from its safetensors headers.
+
+pub mod cost;
+pub mod emit;
+pub mod names;
+pub mod spec;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use tpuport_hw::{Chip, Slice};
+use tpuport_model::DType;
+
+use crate::workload::{Optimizer, Workload};
+pub use cost::{Comms, Compute, Memory};
+pub use names::{Kind, Orientation, Parallel, ParamRole, Recognised};
+pub use spec::{Axis, Mesh};
+
+/// One parameter as the planner sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The name as the file spells it (state-dict key, export path).
+    pub name: String,
+    /// Static shape.
+    pub shape: Vec<u64>,
+    /// Stored element type.
+    pub dtype: DType,
+}
+
+/// Which family of meshes to consider.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Every mesh; the fastest that fits wins.
+    #[default]
+    Auto,
+    /// Data parallel: weights replicated.
+    Dp,
+    /// Fully sharded data parallel (ZeRO-3): weights split on the `fsdp` axis.
+    Fsdp,
+    /// Megatron tensor parallelism on the `tensor` axis.
+    Tp,
+    /// FSDP and tensor parallelism together.
+    FsdpTp,
+}
+
+impl Strategy {
+    /// The CLI spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Auto => "auto",
+            Strategy::Dp => "dp",
+            Strategy::Fsdp => "fsdp",
+            Strategy::Tp => "tp",
+            Strategy::FsdpTp => "fsdp+tp",
+        }
+    }
+
+    /// Whether a mesh belongs to this family (a `data` axis may be added to any).
+    #[must_use]
+    pub fn admits(self, m: &Mesh) -> bool {
+        match self {
+            Strategy::Auto => true,
+            Strategy::Dp => m.fsdp == 1 && m.tensor == 1,
+            Strategy::Fsdp => m.fsdp > 1 && m.tensor == 1,
+            Strategy::Tp => m.fsdp == 1 && m.tensor > 1,
+            Strategy::FsdpTp => m.fsdp > 1 && m.tensor > 1,
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Strategy::Auto),
+            "dp" | "data" => Ok(Strategy::Dp),
+            "fsdp" => Ok(Strategy::Fsdp),
+            "tp" | "tensor" => Ok(Strategy::Tp),
+            "fsdp+tp" | "fsdp-tp" | "tp+fsdp" => Ok(Strategy::FsdpTp),
+            other => {
+                Err(format!("unknown strategy `{other}` (expected auto, dp, fsdp, tp or fsdp+tp)"))
+            }
+        }
+    }
+}
+
+/// What to plan for.
+#[derive(Clone, Debug)]
+pub struct ShardOptions {
+    /// Inference or training.
+    pub workload: Workload,
+    /// Optimizer (training).
+    pub optimizer: Optimizer,
+    /// Global batch (sequences); default one per chip.
+    pub batch: Option<u64>,
+    /// Sequence length; default 2048 (MaxText's `max_target_length`).
+    pub seq: Option<u64>,
+    /// Mesh family.
+    pub strategy: Strategy,
+    /// An explicit mesh (overrides the search).
+    pub mesh: Option<Mesh>,
+    /// Element type of the trained parameters, gradients included; default f32 for training
+    /// (MaxText `weight_dtype`), the stored type for inference.
+    pub param_dtype: Option<DType>,
+    /// Element type of activations; default bf16 (MaxText `dtype`).
+    pub compute_dtype: Option<DType>,
+    /// Attention heads, where the weights do not say (torch `[out, in]` matrices do not);
+    /// default hidden / 64 per head dimension, noted in the plan.
+    pub heads: Option<u64>,
+}
+
+impl Default for ShardOptions {
+    fn default() -> Self {
+        ShardOptions {
+            workload: Workload::Infer,
+            optimizer: Optimizer::AdamW,
+            batch: None,
+            seq: None,
+            strategy: Strategy::Auto,
+            mesh: None,
+            param_dtype: None,
+            compute_dtype: None,
+            heads: None,
+        }
+    }
+}
+
+/// What a plan cannot be made from. One line each, naming the nearest valid choice.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// `--mesh` does not parse.
+    #[error("--mesh `{text}`: {reason} (expected e.g. data=2,fsdp=2,tensor=2)")]
+    MeshSyntax {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The mesh needs a different number of chips than the slice has.
+    #[error(
+        "mesh {mesh} needs {devices} chips but slice {slice} has {chips}: the axis sizes must multiply to {chips}"
+    )]
+    MeshSize {
+        /// The mesh as written.
+        mesh: String,
+        /// Its product.
+        devices: u64,
+        /// The slice name.
+        slice: String,
+        /// Chips in the slice.
+        chips: u32,
+    },
+    /// A tensor-parallel dimension is not divisible by the `tensor` axis.
+    #[error(
+        "tensor={axis} does not divide dimension {dim} ({size}) of `{param}` ({kind}); tensor sizes that divide every tensor-parallel dimension: {}",
+        join(divisors)
+    )]
+    NotDivisible {
+        /// The parameter.
+        param: String,
+        /// Its role.
+        kind: &'static str,
+        /// The dimension.
+        dim: usize,
+        /// Its size.
+        size: u64,
+        /// The axis size asked for.
+        axis: u32,
+        /// Axis sizes that would work (divisors of the slice size).
+        divisors: Vec<u32>,
+    },
+    /// The batch cannot be split over the `data` axis.
+    #[error(
+        "--batch {batch} is not divisible by data={data}; use a batch that is a multiple of {data}, or a smaller data axis"
+    )]
+    BatchNotDivisible {
+        /// The batch.
+        batch: u64,
+        /// The data axis.
+        data: u32,
+    },
+    /// Nothing to plan.
+    #[error("no trainable parameters with a static shape were found")]
+    NoParameters,
+    /// The chip lacks a figure the plan needs.
+    #[error("the catalog has no {field} for chip `{chip}`")]
+    MissingFigure {
+        /// The chip.
+        chip: String,
+        /// The figure.
+        field: &'static str,
+    },
+    /// No mesh of the asked family exists on this slice.
+    #[error("no {strategy} mesh works on {slice} for this model: {reason}")]
+    NoMesh {
+        /// The family.
+        strategy: &'static str,
+        /// The slice.
+        slice: String,
+        /// Why (the first candidate's error).
+        reason: String,
+    },
+}
+
+fn join(v: &[u32]) -> String {
+    if v.is_empty() {
+        return "none but 1".to_owned();
+    }
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The model's dimensions as the planner reads them from the parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ModelDims {
+    /// Parameters (elements), trained ones.
+    pub params: u64,
+    /// Stored bytes of every parameter.
+    pub bytes: u64,
+    /// Transformer layers (highest layer index + 1), when the names carry one.
+    pub layers: Option<u64>,
+    /// Hidden size (embedding width, else the most common norm length).
+    pub hidden: Option<u64>,
+    /// Vocabulary (embedding rows).
+    pub vocab: Option<u64>,
+    /// Attention heads (from 3-D attention kernels, `--heads`, or hidden / 64).
+    pub heads: Option<u64>,
+    /// Where `heads` came from.
+    pub heads_from: Option<String>,
+    /// Whether the output projection is tied to the embedding (no LM head stored).
+    pub tied_head: bool,
+    /// MLP width (the up projection's output features).
+    pub mlp: Option<u64>,
+}
+
+/// One parameter's plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamPlan {
+    /// Name as the file spells it.
+    pub name: String,
+    /// Global shape.
+    pub shape: Vec<u64>,
+    /// Stored dtype.
+    pub dtype: String,
+    /// Role.
+    pub kind: Kind,
+    /// Name or shape.
+    pub recognised: Recognised,
+    /// Feature order of a matrix.
+    pub orientation: Orientation,
+    /// Mesh axis per dimension (`None`: not split).
+    pub spec: Vec<Option<Axis>>,
+    /// Transformer layer the name places it in.
+    pub layer: Option<u32>,
+    /// Shape of the shard each chip holds.
+    pub local_shape: Vec<u64>,
+    /// Bytes of the shard at the planned parameter dtype.
+    pub local_bytes: u64,
+}
+
+/// A scored mesh.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    /// The mesh.
+    pub mesh: Mesh,
+    /// Strategy family name (`fsdp+tp`, `dp+fsdp`).
+    pub strategy: String,
+    /// Per-chip memory.
+    pub memory: Memory,
+    /// Collective traffic and time.
+    pub comms: Comms,
+    /// Compute time.
+    pub compute: Compute,
+    /// Predicted step time, seconds: compute + exposed tensor-parallel collectives + the part
+    /// of the FSDP/DP collectives compute does not hide.
+    pub step_time_s: f64,
+    /// Whether it fits the chip's HBM budget.
+    pub fits: bool,
+}
+
+/// A sharding plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShardPlan {
+    /// `tpuport.shard/1`.
+    pub schema: &'static str,
+    /// Slice name as given and its accelerator type.
+    pub slice: String,
+    /// Accelerator type (`v5litepod-8`).
+    pub accelerator_type: String,
+    /// Topology (`2x4`).
+    pub topology: String,
+    /// Chip id.
+    pub chip: String,
+    /// Chips.
+    pub chips: u32,
+    /// Workload.
+    pub workload: Workload,
+    /// Optimizer (training only).
+    pub optimizer: Option<Optimizer>,
+    /// Global batch.
+    pub batch: u64,
+    /// Sequence length.
+    pub seq: u64,
+    /// Parameter dtype used for the plan.
+    pub param_dtype: String,
+    /// Activation dtype.
+    pub compute_dtype: String,
+    /// Strategy asked for.
+    pub strategy_asked: Strategy,
+    /// The model's dimensions.
+    pub model: ModelDims,
+    /// The chosen mesh and its figures.
+    pub chosen: Candidate,
+    /// The next best meshes, best first.
+    pub runners_up: Vec<Candidate>,
+    /// Per parameter.
+    pub params: Vec<ParamPlan>,
+    /// Parameters only the shape fallback placed.
+    pub unrecognised: Vec<String>,
+    /// Partition spec of the activations' batch.
+    pub batch_spec: Vec<Option<Vec<Axis>>>,
+    /// Things the reader should know.
+    pub notes: Vec<String>,
+}
+
+/// Reads the model's dimensions off its parameters.
+fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDims {
+    let mut d = ModelDims::default();
+    let mut norm_lens: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut max_layer: Option<u32> = None;
+    let mut has_head = false;
+    let mut head_dims: Option<u64> = None;
+    for (p, r) in params {
+        let el = p.shape.iter().product::<u64>();
+        d.bytes += p.dtype.storage_bytes(el).unwrap_or(0);
+        if r.kind.trained() {
+            d.params += el;
+        }
+        if let Some(l) = r.layer {
+            max_layer = Some(max_layer.map_or(l, |m| m.max(l)));
+        }
+        match r.kind {
+            Kind::Embedding if p.shape.len() == 2 && d.vocab.is_none_or(|v| p.shape[0] > v) => {
+                d.vocab = Some(p.shape[0]);
+                d.hidden = Some(p.shape[1]);
+            }
+            Kind::LmHead => has_head = true,
+            Kind::Norm if p.shape.len() == 1 => *norm_lens.entry(p.shape[0]).or_insert(0) += 1,
+            _ => {}
+        }
+    }
+    if d.hidden.is_none() {
+        d.hidden = norm_lens.iter().max_by_key(|(len, n)| (**n, **len)).map(|(len, _)| *len);
+    }
+    // Heads from a 3-D query kernel: the first dimension that is not the hidden size.
+    for (p, r) in params {
+        if r.kind == Kind::Query && p.shape.len() == 3 {
+            head_dims = p.shape.iter().copied().find(|&s| Some(s) != d.hidden);
+            break;
+        }
+    }
+    d.layers = max_layer.map(|l| u64::from(l) + 1);
+    d.tied_head = !has_head && d.vocab.is_some();
+    d.mlp = params
+        .iter()
+        .find(|(p, r)| r.kind == Kind::MlpUp && p.shape.len() == 2)
+        .map(|(p, r)| if r.orientation == Orientation::OutIn { p.shape[0] } else { p.shape[1] });
+    if let Some(h) = opts.heads {
+        d.heads = Some(h);
+        d.heads_from = Some("--heads".into());
+    } else if let Some(h) = head_dims {
+        d.heads = Some(h);
+        d.heads_from = Some("the query kernel's heads dimension".into());
+    } else if let Some(hid) = d.hidden {
+        d.heads = Some((hid / 64).max(1));
+        d.heads_from = Some("assumed: hidden / 64 (pass --heads)".into());
+    }
+    d
+}
+
+/// Divisors of `n`, ascending.
+fn divisors(n: u32) -> Vec<u32> {
+    (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
+}
+
+/// Every `data × fsdp × tensor` factorisation of `chips`.
+fn meshes(chips: u32) -> Vec<Mesh> {
+    let mut v = Vec::new();
+    for t in divisors(chips) {
+        for f in divisors(chips / t) {
+            v.push(Mesh { data: chips / t / f, fsdp: f, tensor: t });
+        }
+    }
+    v
+}
+
+/// Plans `params` on `slice` of `chip`.
+///
+/// # Errors
+/// [`ShardError`]: a mesh that does not match the slice, a tensor axis that does not divide a
+/// tensor-parallel dimension, a batch the data axis does not divide, no parameters.
+pub fn plan(
+    params: &[ParamInfo],
+    slice_name: &str,
+    slice: &Slice,
+    chip: &Chip,
+    opts: &ShardOptions,
+) -> Result<ShardPlan, ShardError> {
+    let roles: Vec<(ParamInfo, ParamRole)> =
+        params.iter().map(|p| (p.clone(), names::classify(&p.name, &p.shape))).collect();
+    if !roles.iter().any(|(_, r)| r.kind.trained()) {
+        return Err(ShardError::NoParameters);
+    }
+    let dims = model_dims(&roles, opts);
+    let training = opts.workload.is_training();
+    let batch = opts.batch.unwrap_or(u64::from(slice.chips));
+    let seq = opts.seq.unwrap_or(2048);
+    let stored = roles.iter().map(|(p, _)| p.dtype).next().unwrap_or(DType::F32);
+    let param_dtype = opts.param_dtype.unwrap_or(if training { DType::F32 } else { stored });
+    let compute_dtype = opts.compute_dtype.unwrap_or(DType::BF16);
+    let ctx = cost::Context {
+        chip,
+        slice,
+        dims: &dims,
+        workload: opts.workload,
+        optimizer: opts.optimizer,
+        batch,
+        seq,
+        param_dtype,
+        compute_dtype,
+    };
+    let mut notes = Vec::new();
+
+    let candidates: Vec<Mesh> = match &opts.mesh {
+        Some(m) => {
+            if m.devices() != u64::from(slice.chips) {
+                return Err(ShardError::MeshSize {
+                    mesh: m.to_string(),
+                    devices: m.devices(),
+                    slice: slice_name.to_owned(),
+                    chips: slice.chips,
+                });
+            }
+            if !batch.is_multiple_of(u64::from(m.data)) {
+                return Err(ShardError::BatchNotDivisible { batch, data: m.data });
+            }
+            vec![*m]
+        }
+        None => meshes(slice.chips).into_iter().filter(|m| opts.strategy.admits(m)).collect(),
+    };
+    let tp_ok = |t: u32| spec::tensor_divides(&roles, t);
+    let mut scored = Vec::new();
+    let mut first_err: Option<ShardError> = None;
+    for m in &candidates {
+        if !batch.is_multiple_of(u64::from(m.data)) {
+            first_err.get_or_insert(ShardError::BatchNotDivisible { batch, data: m.data });
+            continue;
+        }
+        if let Err((param, kind, dim, size)) = tp_ok(m.tensor) {
+            let ok: Vec<u32> =
+                divisors(slice.chips).into_iter().filter(|&t| tp_ok(t).is_ok()).collect();
+            first_err.get_or_insert(ShardError::NotDivisible {
+                param,
+                kind,
+                dim,
+                size,
+                axis: m.tensor,
+                divisors: ok,
+            });
+            continue;
+        }
+        let placed = spec::place(&roles, m, param_dtype);
+        scored.push((cost::score(&ctx, m, &placed.params)?, placed));
+    }
+    if scored.is_empty() {
+        return Err(match (first_err, &opts.mesh) {
+            (Some(e), Some(_)) => e,
+            (e, None) => ShardError::NoMesh {
+                strategy: opts.strategy.as_str(),
+                slice: slice_name.to_owned(),
+                reason: e.map_or_else(|| "no factorisation of the slice".into(), |e| e.to_string()),
+            },
+            (None, Some(_)) => ShardError::NoParameters,
+        });
+    }
+    // Fitting meshes by step time, then the rest by memory.
+    scored.sort_by(|(a, _), (b, _)| {
+        b.fits.cmp(&a.fits).then_with(|| {
+            if a.fits {
+                a.step_time_s.total_cmp(&b.step_time_s)
+            } else {
+                a.memory.total.cmp(&b.memory.total)
+            }
+        })
+    });
+    let mut it = scored.into_iter();
+    let Some((chosen, placed)) = it.next() else {
+        return Err(ShardError::NoParameters);
+    };
+    let runners_up: Vec<Candidate> = it.take(3).map(|(c, _)| c).collect();
+    if !chosen.fits {
+        notes.push(format!(
+            "no mesh fits {} per chip; the one that needs the least memory is shown",
+            tpuport_hw::format_bytes(chosen.memory.budget as f64)
+        ));
+    }
+    if let Some(from) = &dims.heads_from
+        && from.starts_with("assumed")
+    {
+        notes.push(format!("attention heads {}", from));
+    }
+    if dims.layers.is_none() || dims.hidden.is_none() {
+        notes.push(
+            "no transformer layers recognised: activations are not estimated (weights, gradients and optimizer state only)"
+                .into(),
+        );
+    }
+    notes.extend(placed.notes);
+    let unrecognised = roles
+        .iter()
+        .filter(|(_, r)| r.recognised == Recognised::Shape)
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    let batch_spec = spec::batch_spec(&chosen.mesh, batch);
+    Ok(ShardPlan {
+        schema: "tpuport.shard/1",
+        slice: slice_name.to_owned(),
+        accelerator_type: slice.accelerator_type.clone(),
+        topology: slice.topology(),
+        chip: chip.id.clone(),
+        chips: slice.chips,
+        workload: opts.workload,
+        optimizer: training.then_some(opts.optimizer),
+        batch,
+        seq,
+        param_dtype: param_dtype.to_string(),
+        compute_dtype: compute_dtype.to_string(),
+        strategy_asked: opts.strategy,
+        model: dims,
+        chosen,
+        runners_up,
+        params: placed.params,
+        unrecognised,
+        batch_spec,
+        notes,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests;

@@ -1,0 +1,210 @@
+//! `tpuport shard MODEL --slice v5e-8`: a sharding plan (mesh, partition spec per parameter,
+//! memory per chip, collectives per step) from `tpuport_analysis::shard`, rendered by
+//! `tpuport_report::shard`, and the plan as JAX / torch_xla / JSON code (`--emit`).
+//!
+//! Exit status: 0 a plan that fits, 1 no mesh fits the chip's HBM (the report shows the
+//! smallest), 2 anything else (bad input, a mesh the slice or the model cannot take).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use tpuport_analysis::roles::Role;
+use tpuport_analysis::shard::{self, Mesh, ParamInfo, ShardOptions, Strategy, emit};
+use tpuport_analysis::{Optimizer, Workload};
+use tpuport_model::{DType, Model, WeightData};
+
+use crate::cli::GlobalArgs;
+use crate::commands::{RoleArgs, Status};
+use crate::printer::Printer;
+
+/// What `--emit` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EmitKind {
+    /// A Python module with the mesh and a `NamedSharding` per parameter path.
+    Jax,
+    /// A Python module that marks every parameter with `xs.mark_sharding`.
+    TorchXla,
+    /// The mesh and the specs as JSON.
+    Json,
+}
+
+/// Element types the plan can count parameters and activations in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PlanDtype {
+    /// 32-bit float.
+    F32,
+    /// bfloat16.
+    Bf16,
+}
+
+impl PlanDtype {
+    fn dtype(self) -> DType {
+        match self {
+            PlanDtype::F32 => DType::F32,
+            PlanDtype::Bf16 => DType::BF16,
+        }
+    }
+}
+
+/// Arguments of `tpuport shard`.
+#[derive(Debug, Args)]
+pub(crate) struct ShardArgs {
+    /// Model or checkpoint: .safetensors (or its index.json), .pt, .onnx, StableHLO .mlir /
+    /// .mlirbc. Only names, shapes and dtypes are read.
+    pub(crate) model: PathBuf,
+    /// TPU slice: `v5e-8`, `v5e-4`, `v6e-8`, `v5p-8`, `v4-8`, `v6e-2x4`.
+    #[arg(long, value_name = "SLICE")]
+    pub(crate) slice: String,
+    /// What the plan is for.
+    #[arg(long, default_value = "infer", value_parser = parse_workload)]
+    pub(crate) workload: Workload,
+    /// Global batch in sequences (default: one per chip).
+    #[arg(long)]
+    pub(crate) batch: Option<u64>,
+    /// Sequence length (default 2048).
+    #[arg(long)]
+    pub(crate) seq: Option<u64>,
+    /// Optimizer whose state is counted when training.
+    #[arg(long, default_value = "adamw", value_parser = parse_optimizer)]
+    pub(crate) optimizer: Optimizer,
+    /// Mesh family to search: auto, dp, fsdp, tp, fsdp+tp.
+    #[arg(long, default_value = "auto", value_parser = parse_strategy)]
+    pub(crate) strategy: Strategy,
+    /// An explicit mesh, e.g. `data=2,fsdp=2,tensor=2` (sizes multiply to the slice's chips).
+    #[arg(long, value_name = "AXIS=N,...", value_parser = parse_mesh)]
+    pub(crate) mesh: Option<Mesh>,
+    /// Element type of the parameters and gradients (default: f32 for training, as stored
+    /// for inference).
+    #[arg(long, value_enum)]
+    pub(crate) param_dtype: Option<PlanDtype>,
+    /// Element type of the activations.
+    #[arg(long, value_enum, default_value_t = PlanDtype::Bf16)]
+    pub(crate) dtype: PlanDtype,
+    /// Attention heads, where the weights do not show them (PyTorch `[out, in]` matrices).
+    #[arg(long)]
+    pub(crate) heads: Option<u64>,
+    /// Write the plan as code: jax, torch-xla or json (to stdout, or to `-o FILE`).
+    #[arg(long, value_enum)]
+    pub(crate) emit: Option<EmitKind>,
+    /// File for `--emit` (the report still goes to stdout).
+    #[arg(long, short = 'o', value_name = "FILE", requires = "emit")]
+    pub(crate) output: Option<PathBuf>,
+    /// A TOML file that overrides or extends the built-in chip catalog.
+    #[arg(long)]
+    pub(crate) catalog: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) roles: RoleArgs,
+    /// Print the time spent importing and planning to stderr.
+    #[arg(long)]
+    pub(crate) timings: bool,
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    s.parse()
+}
+fn parse_optimizer(s: &str) -> Result<Optimizer, String> {
+    s.parse()
+}
+fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    s.parse()
+}
+fn parse_mesh(s: &str) -> Result<Mesh, String> {
+    Mesh::parse(s).map_err(|e| e.to_string())
+}
+
+/// The parameters of a model: a StableHLO module's weight and state arguments (by the
+/// argument-role rules), else the stored float tensors.
+fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
+    if matches!(
+        model.format,
+        tpuport_model::ModelFormat::StablehloText | tpuport_model::ModelFormat::StablehloBytecode
+    ) && model.weights.is_empty()
+    {
+        let roles = a.roles.roles(&a.model, model)?;
+        return Ok(roles
+            .args
+            .iter()
+            .filter(|r| r.role != Role::Data)
+            .filter_map(|r| {
+                let dtype = DType::from_mlir(&r.dtype).or_else(|| DType::from_name(&r.dtype))?;
+                Some(ParamInfo { name: r.label().to_owned(), shape: r.shape.clone()?, dtype })
+            })
+            .collect());
+    }
+    // Tied tensors (a `.pt` state dict names GPT-2's `lm_head.weight` and `wte.weight` over
+    // one storage) are one parameter: the first name is kept.
+    let mut seen = std::collections::HashSet::new();
+    Ok(model
+        .weights
+        .iter()
+        .filter(|w| w.dtype.is_float())
+        // Scalars are constants, not parameters to shard. (torch.onnx's dynamo `val_N`
+        // initializers are kept: some are transposed Linear weights; they are placed by shape.)
+        .filter(|w| !w.shape.is_empty())
+        .filter(|w| match &w.data {
+            WeightData::Mapped { path, offset, len, .. }
+            | WeightData::File { path, offset, len } => {
+                seen.insert((path.clone(), *offset, *len, w.shape.clone()))
+            }
+            _ => true,
+        })
+        .map(|w| ParamInfo { name: w.name.clone(), shape: w.shape.clone(), dtype: w.dtype })
+        .collect())
+}
+
+pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
+    let catalog = crate::commands::catalog::load(a.catalog.as_ref())?;
+    let slice = catalog.slice(&a.slice)?;
+    let chip = catalog.chip(&slice.chip)?;
+    if !chip.is_tpu() {
+        anyhow::bail!("--slice {}: `{}` is not a TPU", a.slice, chip.id);
+    }
+    if a.batch == Some(0) || a.seq == Some(0) {
+        anyhow::bail!("--batch and --seq must be at least 1");
+    }
+    let started = std::time::Instant::now();
+    let model = tpuport_formats::open(&a.model, &tpuport_formats::ImportOptions::default())?;
+    let imported = std::time::Instant::now();
+    let params = parameters(a, &model)?;
+    let opts = ShardOptions {
+        workload: a.workload,
+        optimizer: a.optimizer,
+        batch: a.batch,
+        seq: a.seq,
+        strategy: a.strategy,
+        mesh: a.mesh,
+        param_dtype: a.param_dtype.map(PlanDtype::dtype),
+        compute_dtype: Some(a.dtype.dtype()),
+        heads: a.heads,
+    };
+    let plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
+    if a.timings {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        p.note(&format!(
+            "timings: import {:.3} ms, planning {:.3} ms",
+            ms(imported - started),
+            ms(imported.elapsed())
+        ));
+    }
+    let code = match a.emit {
+        None => None,
+        Some(EmitKind::Jax) => Some(emit::jax(&plan)),
+        Some(EmitKind::TorchXla) => Some(emit::torch_xla(&plan)),
+        Some(EmitKind::Json) => Some(emit::json(&plan)?),
+    };
+    match (code, &a.output) {
+        (Some(code), None) => p.data(code.trim_end_matches('\n')),
+        (code, out) => {
+            if let (Some(code), Some(path)) = (code, out) {
+                tpuport_model::fs::write_atomic_bytes(path, code.as_bytes())
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            }
+            let name = a.model.display().to_string();
+            super::emit_report(p, g.format, &plan, || {
+                tpuport_report::shard::render_text(&name, &plan, p.paint())
+            })?;
+        }
+    }
+    Ok(if plan.chosen.fits { Status::Success } else { Status::Findings })
+}

@@ -1,0 +1,201 @@
+//! `tpuport shard` through the binary on real fixtures (`make fixtures`, `make
+//! stablehlo-exports`).
+//!
+//! Expectations written before the first run:
+//! - GPT-2 (HF export) gives the same plan from `model.safetensors`, the sharded
+//!   `model.safetensors.index.json` and `model.pt` (whose tied `lm_head.weight` shares the
+//!   embedding's storage and is counted once): 148 parameters, none unrecognised;
+//! - the text report through the real renderer is stable (snapshot);
+//! - a keras-hub Gemma export with its weights as arguments plans its 20 weights, not its two
+//!   data arguments, with the `[H, D, Dh]` query kernel split on heads;
+//! - `--emit jax -o FILE` writes every parameter's spec; `--emit torch-xla` to stdout;
+//! - bad input: a mesh larger than the slice, a tensor axis that does not divide the heads, a
+//!   malformed mesh, an unknown slice, a missing file: one line on stderr, exit 2, and an
+//!   existing `-o` file left as it was.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{command, fixtures, output};
+
+fn gpt2() -> PathBuf {
+    fixtures().join("torch").join("gpt2")
+}
+
+fn exports() -> PathBuf {
+    tpuport_testkit::generated(
+        "TPUPORT_STABLEHLO_EXPORTS",
+        "stablehlo-exports-",
+        ".done",
+        "stablehlo-exports",
+    )
+}
+
+const TRAIN: &[&str] = &[
+    "--slice",
+    "v5e-8",
+    "--workload",
+    "train",
+    "--batch",
+    "8",
+    "--seq",
+    "1024",
+    "--heads",
+    "12",
+    "--mesh",
+    "fsdp=4,tensor=2",
+];
+
+fn plan_json(dir: &PathBuf, file: &str, extra: &[&str]) -> serde_json::Value {
+    let o =
+        output(command().current_dir(dir).args(["--format", "json", "shard", file]).args(extra));
+    assert_eq!(o.code, 0, "{file}: {}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap()
+}
+
+fn specs(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_owned(), p["spec"].to_string()))
+        .collect()
+}
+
+#[test]
+fn gpt2_same_plan_from_safetensors_index_and_pt() {
+    let dir = gpt2();
+    let st = plan_json(&dir, "model.safetensors", TRAIN);
+    assert_eq!(st["schema"], "tpuport.shard/1");
+    assert_eq!(st["params"].as_array().unwrap().len(), 148);
+    assert_eq!(st["unrecognised"].as_array().unwrap().len(), 0);
+    assert_eq!(st["model"]["params"], 124_439_808);
+    let idx = plan_json(&dir, "sharded/model.safetensors.index.json", TRAIN);
+    let mut a = specs(&st);
+    let mut b = specs(&idx);
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    assert_eq!(st["chosen"]["memory"], idx["chosen"]["memory"]);
+    let pt = plan_json(&dir, "model.pt", TRAIN);
+    assert_eq!(pt["params"].as_array().unwrap().len(), 148);
+    assert_eq!(pt["chosen"]["memory"]["total"], st["chosen"]["memory"]["total"]);
+}
+
+#[test]
+fn gpt2_text_report_snapshot() {
+    let o = output(command().current_dir(gpt2()).args(["shard", "model.safetensors"]).args(TRAIN));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    insta::assert_snapshot!("shard_gpt2_train_fsdp4_tp2", o.stdout);
+}
+
+#[test]
+fn keras_hub_gemma_export_weights_only() {
+    let dir = exports().join("kerashub_gemma");
+    let v = plan_json(&dir, "export.mlir", &["--slice", "v5e-8", "--mesh", "fsdp=2,tensor=4"]);
+    let ps = v["params"].as_array().unwrap();
+    assert_eq!(ps.len(), 20);
+    let q = ps
+        .iter()
+        .find(|p| p["name"] == "params['trainable']['decoder_block_0/attention/query/kernel']")
+        .unwrap();
+    assert_eq!(q["spec"], serde_json::json!(["tensor", "fsdp", null]));
+    assert_eq!(v["model"]["params"], 133_952);
+}
+
+#[test]
+fn emit_jax_to_file_and_torch_xla_to_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("plan.py");
+    let o = output(
+        command()
+            .current_dir(gpt2())
+            .args(["shard", "model.safetensors", "--emit", "jax", "-o"])
+            .arg(&out)
+            .args(TRAIN),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("Memory per chip"), "the report still goes to stdout");
+    let code = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(code.matches(": P(").count(), 148);
+    assert!(code.contains("\"transformer.h.11.mlp.c_fc.weight\": P(\"fsdp\", \"tensor\"),"));
+    assert!(code.contains("MESH_SHAPE = (1, 4, 2)"));
+    let o = output(
+        command()
+            .current_dir(gpt2())
+            .args(["shard", "model.safetensors", "--emit", "torch-xla"])
+            .args(TRAIN),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("xs.mark_sharding(param, mesh, spec)"));
+    assert!(o.stdout.contains("\"transformer.h.0.ln_1.weight\": (None,),"));
+}
+
+#[test]
+fn bad_input_is_one_line_and_leaves_output_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let keep = tmp.path().join("plan.py");
+    std::fs::write(&keep, "good\n").unwrap();
+    let nnx = exports().join("nnx_transformer").join("export.mlir");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "model.safetensors".into(),
+                "--slice".into(),
+                "v5e-8".into(),
+                "--mesh".into(),
+                "data=2,fsdp=2,tensor=4".into(),
+            ],
+            "needs 16 chips but slice v5e-8 has 8",
+        ),
+        (
+            vec![
+                nnx.display().to_string(),
+                "--slice".into(),
+                "v5e-8".into(),
+                "--mesh".into(),
+                "tensor=8".into(),
+            ],
+            "tensor sizes that divide every tensor-parallel dimension: 1, 2, 4",
+        ),
+        (
+            vec![
+                "model.safetensors".into(),
+                "--slice".into(),
+                "v5e-8".into(),
+                "--mesh".into(),
+                "pipeline=2".into(),
+            ],
+            "unknown axis `pipeline`",
+        ),
+        (vec!["model.safetensors".into(), "--slice".into(), "v5e-7".into()], "v5e-7"),
+        (
+            vec!["missing.safetensors".into(), "--slice".into(), "v5e-8".into()],
+            "missing.safetensors",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = output(
+            command()
+                .current_dir(gpt2())
+                .arg("shard")
+                .args(&args)
+                .args(["--emit", "jax", "-o"])
+                .arg(&keep),
+        );
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(needle), "{args:?}: {}", o.stderr);
+        // One error line (clap adds its `--help` hint after a blank line).
+        let lines: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", o.stderr);
+        assert!(!o.stderr.contains("panicked"));
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), "good\n");
+    }
+}
