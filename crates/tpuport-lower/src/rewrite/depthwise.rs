@@ -356,8 +356,11 @@ impl Conv {
             bc.attrs = vec![("broadcast_dimensions".to_owned(), arr(&[self.ofeat as i64]))];
             nodes.push(bc);
             let last = t + 1 == taps;
-            let prod =
-                if last && acc.is_none() { self.out } else { fresh_value(g, "dw_m", out_ty.clone()) };
+            let prod = if last && acc.is_none() {
+                self.out
+            } else {
+                fresh_value(g, "dw_m", out_ty.clone())
+            };
             nodes.push(simple_op("stablehlo.multiply", &[xs, wb], prod, loc.clone()));
             acc = Some(match acc {
                 None => prod,
