@@ -166,6 +166,7 @@ pub async fn serve_state(
         }
     })
     .await;
+    reporter.final_metrics(&state.metrics().render());
     reporter.stopped(!idle);
     Ok(())
 }
