@@ -93,29 +93,35 @@ def triton(a, run):
         t.serve()
 
 
-# MLServer imports its runtime class by dotted path, so it lives at module level and reads the
-# jitted function from here (set by mlserver() on this module as imported by name).
+# MLServer imports its runtime class by dotted path, so it is an attribute of this module,
+# built on first access (importing mlserver next to tritonclient.grpc would register the
+# `inference` protobuf package twice), and reads the jitted function from MLSERVER_RUN.
 MLSERVER_RUN = None
-
-try:
-    from mlserver import MLModel as _MLModel
-except ImportError:  # only the mlserver peer needs it
-    _MLModel = object
+_RUNTIME = None
 
 
-class MLServerRuntime(_MLModel):
-    async def load(self):
-        return True
-
-    async def predict(self, payload):
+def __getattr__(name):
+    global _RUNTIME
+    if name != "MLServerRuntime":
+        raise AttributeError(name)
+    if _RUNTIME is None:
+        from mlserver import MLModel
         from mlserver.codecs import NumpyCodec
         from mlserver.types import InferenceResponse
 
-        run = MLSERVER_RUN
-        x = NumpyCodec.decode_input(payload.inputs[0]).astype(np.float32, copy=False)
-        x = x.reshape((-1, *run.row))
-        oname = models.MODELS[run.model][2]
-        return InferenceResponse(model_name=self.name, outputs=[NumpyCodec.encode_output(oname, run(x))])
+        class MLServerRuntime(MLModel):
+            async def load(self):
+                return True
+
+            async def predict(self, payload):
+                run = MLSERVER_RUN
+                x = NumpyCodec.decode_input(payload.inputs[0]).astype(np.float32, copy=False)
+                x = x.reshape((-1, *run.row))
+                oname = models.MODELS[run.model][2]
+                return InferenceResponse(model_name=self.name,
+                                         outputs=[NumpyCodec.encode_output(oname, run(x))])
+        _RUNTIME = MLServerRuntime
+    return _RUNTIME
 
 
 def mlserver(a, run):
