@@ -2,6 +2,7 @@
 #   make demo   run tpuport on a bundled example with the CPU PJRT plugin
 #   make test   the whole test suite (Rust + generated fixtures)
 #   make bench  benchmarks against Python baselines, printed as ratios
+#   make bench-serve  tpuport serve vs Triton and MLServer, overload, SIGTERM under load
 #   make conformance  ONNX backend test cases through `tpuport lower` on the CPU plugin
 #   make fuzz   bounded cargo-fuzz runs, one per importer
 #   make wheel  the pip wheel (maturin, manylinux2014 through zig) into dist/

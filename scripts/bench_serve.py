@@ -161,8 +161,9 @@ def parse_wrk(out):
 
 
 def wrk(a, url, lua, conns, secs):
+    script = ["-s", lua] if lua else []
     out = subprocess.run(["taskset", "-c", a.load_cpu, "wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--latency",
-                          "-s", lua, url], capture_output=True, text=True, check=True).stdout
+                          *script, url], capture_output=True, text=True, check=True).stdout
     return parse_wrk(out)
 
 
@@ -242,7 +243,7 @@ def side_by_side(a, tmp):
             for p in procs.values():  # warm-up: connections, allocators, each bucket's first batch
                 wrk(a, p.url + "/infer", lua, 16, 2)
             res = {s: {c: [] for c in conc} for s in servers}
-            c1 = {"json": [], "binary": []}
+            c1 = {"json": [], "binary": [], "floor": []}
             for r in range(a.runs):
                 for c in conc:
                     for s in servers:
@@ -250,6 +251,8 @@ def side_by_side(a, tmp):
                 if "tpuport-d0" in procs:
                     c1["json"].append(wrk(a, procs["tpuport-d0"].url + "/infer", lua, 1, a.seconds))
                     c1["binary"].append(wrk(a, procs["tpuport-d0"].url + "/infer", bin_lua, 1, a.seconds))
+                    live = f"http://127.0.0.1:{procs['tpuport-d0'].port}/v2/health/live"
+                    c1["floor"].append(wrk(a, live, None, 1, a.seconds))
             for s in ("tpuport", "tpuport-d0"):
                 if s in procs:
                     text = metrics(procs[s].port)
@@ -294,6 +297,9 @@ def side_by_side(a, tmp):
                 gap = p50 - ex
                 print(f"    {what:<34} p50 {p50 * 1e6:6.0f} us: +{gap * 1e6:.0f} us "
                       f"({'met' if gap <= 200e-6 else 'NOT met'})")
+            if c1["floor"]:
+                print(f"    (HTTP floor: GET /v2/health/live at c=1, same server and wrk: p50 "
+                      f"{statistics.median(r['p50'] for r in c1['floor']) * 1e6:.0f} us)")
             bad_c1 = sum(r["bad"] for k in c1 for r in c1[k])
             check(bad_c1 == 0, f"tpuport c=1 probes: every response 2xx ({bad_c1} not)")
             summary[model]["bench_execute_p50"] = ex

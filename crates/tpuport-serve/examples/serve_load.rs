@@ -35,12 +35,16 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 fn main() -> Res<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
     let [addr, path, body, headers, conns, secs, rate, out] = a.as_slice() else {
-        return Err("usage: serve_load ADDR PATH BODY_FILE HEADER_FILE CONNECTIONS SECONDS RATE OUT_JSON".into());
+        return Err(
+            "usage: serve_load ADDR PATH BODY_FILE HEADER_FILE CONNECTIONS SECONDS RATE OUT_JSON"
+                .into(),
+        );
     };
     let addr: SocketAddr = addr.parse()?;
     let body = std::fs::read(body)?;
     let extra = std::fs::read_to_string(headers)?;
-    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    let mut head =
+        format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
     for l in extra.lines().filter(|l| !l.trim().is_empty()) {
         head.push_str(l.trim());
         head.push_str("\r\n");
@@ -60,7 +64,8 @@ fn main() -> Res<()> {
     let total = Arc::new(Mutex::new(Tally::default()));
     let threads: Vec<_> = (0..conns)
         .map(|_| {
-            let (req, ticket, gone, total) = (req.clone(), ticket.clone(), gone.clone(), total.clone());
+            let (req, ticket, gone, total) =
+                (req.clone(), ticket.clone(), gone.clone(), total.clone());
             std::thread::spawn(move || {
                 let mut t = Tally::default();
                 let mut conn: Option<BufReader<TcpStream>> = None;

@@ -84,10 +84,10 @@ impl Reporter for Report {
         self.p.note("shutting down: draining queued requests");
     }
     fn final_metrics(&self, text: &str) {
-        if let Some(f) = &self.final_metrics {
-            if let Err(e) = tpuport_model::fs::write_atomic_bytes(f, text.as_bytes()) {
-                self.p.warn(&format!("--final-metrics {}: {e}", f.display()));
-            }
+        if let Some(f) = &self.final_metrics
+            && let Err(e) = tpuport_model::fs::write_atomic_bytes(f, text.as_bytes())
+        {
+            self.p.warn(&format!("--final-metrics {}: {e}", f.display()));
         }
     }
     fn stopped(&self, dropped: bool) {
@@ -124,6 +124,9 @@ pub(crate) fn run(a: &ServeArgs, g: &GlobalArgs, _p: &Printer) -> anyhow::Result
         }
         o.control_token = Some(token);
     }
-    tpuport_serve::serve_blocking(o, Arc::new(Report { p: Printer::new(g), final_metrics: a.final_metrics.clone() }))?;
+    tpuport_serve::serve_blocking(
+        o,
+        Arc::new(Report { p: Printer::new(g), final_metrics: a.final_metrics.clone() }),
+    )?;
     Ok(Status::Success)
 }
