@@ -275,13 +275,19 @@ def side_by_side(a, tmp):
             ok = [med[s][c]["rps"] for c in conc if med[s][c]["p99"] <= 0.010]
             best[s] = max(ok) if ok else 0.0
         print("  best req/s with p99 <= 10 ms: " + ", ".join(f"{s} {best[s]:.0f}" for s in servers))
+        print(f"  load average of the machine (shared): {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
         for peer, goal in (("triton", 3), ("mlserver", 5)):
-            if "tpuport" in best and peer in best and best[peer] > 0:
+            if "tpuport" not in best or peer not in best:
+                continue
+            per = ", ".join(f"c={c}: {med['tpuport'][c]['rps'] / med[peer][c]['rps']:.2f}x" for c in conc)
+            if best[peer] > 0:
                 ratio = best["tpuport"] / best[peer]
-                per = ", ".join(f"c={c}: {med['tpuport'][c]['rps'] / med[peer][c]['rps']:.2f}x" for c in conc)
-                print(f"  tpuport/{peer}: {ratio:.2f}x at p99 <= 10 ms (goal >= {goal}x: "
-                      f"{'met' if ratio >= goal else 'NOT met'}); per concurrency {per}")
-        summary[model] = {"median": med, "best": best}
+                head = (f"{ratio:.2f}x at p99 <= 10 ms (goal >= {goal}x: "
+                        f"{'met' if ratio >= goal else 'NOT met'})")
+            else:
+                head = f"{peer} had no point with p99 <= 10 ms (tpuport's best there: {best['tpuport']:.0f} req/s)"
+            print(f"  tpuport/{peer}: {head}; at equal concurrency {per}")
+        summary[model] = {"median": med, "best": best, "max_rps": {s: max(med[s][c]["rps"] for c in conc) for s in servers}}
         if "tpuport" in servers and 1 in conc:
             b = subprocess.run(["taskset", "-c", a.server_cpu, a.tpuport, "--format", "json", "bench",
                                 os.path.join(repo, model, f"{model}_b1.mlir"), "--iters", "2000"],
@@ -347,7 +353,7 @@ def hist_quantile(text, name, q, **labels):
 
 def overload(a, tmp, capacity):
     print(f"\n== overload: tpuport mlp, queue 64, queue deadline 20 ms; an open-loop schedule of 10x the "
-          f"capacity ({capacity:.0f} req/s measured) for {a.overload_seconds} s over {CONNS} connections, "
+          f"capacity ({capacity:.0f} req/s, the highest throughput measured above) for {a.overload_seconds} s over {CONNS} connections, "
           f"REST binary")
     deadline_ms = 20
     repo = tpuport_repo(a.fixtures, "mlp", os.path.join(tmp, "repo-overload"),
@@ -483,7 +489,8 @@ def main():
         capacity = a.capacity
         if "side" not in skip:
             s = side_by_side(a, tmp)
-            capacity = s.get("mlp", {}).get("best", {}).get("tpuport", capacity) or capacity
+            # Capacity: tpuport's highest median throughput on the MLP at any concurrency.
+            capacity = s.get("mlp", {}).get("max_rps", {}).get("tpuport", capacity) or capacity
         if "overload" not in skip:
             if capacity <= 0:
                 raise SystemExit("overload: no capacity measured (give --capacity)")
