@@ -385,7 +385,7 @@ def overload(a, tmp, capacity):
     sent = ok + rej + sum(other.values()) + r["no_response"]
     print(f"  client: {sent} requests sent in {r['elapsed_s']:.1f} s ({sent / r['elapsed_s']:.0f}/s, "
           f"{sent / r['elapsed_s'] / capacity:.1f}x capacity, of {10 * capacity:.0f}/s scheduled; {r['late']} left "
-          f"> 10 ms behind schedule: every connection was waiting for the server), "
+          f"> 10 ms behind schedule{': every connection was waiting for the server' if r['late'] else ''}), "
           f"{ok} x 200 ({ok / r['elapsed_s']:.0f}/s), {rej} x 503, other {other}, "
           f"{r['no_response']} without a response, {r['not_sent']} not sent")
     if ok:
