@@ -2,6 +2,7 @@
 #   make demo   run tpuport on a bundled example with the CPU PJRT plugin
 #   make test   the whole test suite (Rust + generated fixtures)
 #   make bench  benchmarks against Python baselines, printed as ratios
+#   make bench-serve  tpuport serve vs Triton and MLServer, overload, SIGTERM under load
 #   make conformance  ONNX backend test cases through `tpuport lower` on the CPU plugin
 #   make fuzz   bounded cargo-fuzz runs, one per importer
 #   make wheel  the pip wheel (maturin, manylinux2014 through zig) into dist/
@@ -27,7 +28,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile audit-vs-libtpu profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance deploy-venv deploy-tools
+.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile audit-vs-libtpu profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance deploy-venv deploy-tools venv-peers bench-serve-fixtures bench-serve wrk-tool
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -169,6 +170,7 @@ bench: fixtures build libtpu
 	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
 	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_shard.py --tpuport ./target/release/tpuport
+	$(MAKE) --no-print-directory bench-serve
 
 # `tpuport compile` (libtpu AOT for v5e-8) vs JAX's topology + lower().compile(), same module.
 bench-compile: venv build libtpu
@@ -361,3 +363,43 @@ serve-fixtures: $(SERVE_FX_DIR)/.done
 # `tpuport serve`; outputs compared with numpy and with `tpuport run`.
 serve-conformance: venv-serve serve-fixtures build
 	$(VENV_SERVE)/bin/python scripts/serve_conformance.py --tpuport $(TPUPORT) --fixtures $(SERVE_FX_LINK) --schemathesis
+
+# `make bench-serve`: `tpuport serve` side by side with Triton (nvidia-pytriton) and MLServer on
+# the same JAX MLP and CNN, then overload (10x capacity for 30 s), SIGTERM under load and
+# recompiles (scripts/bench_serve.py; about 12 minutes). The peers live in .venv-peers, every
+# package pinned and installed --no-deps (pytriton declares numpy<2, jax needs numpy 2);
+# Triton's backend stub gets its own venv with numpy 1.26 (.venv-peers/stub).
+VENV_PEERS      := .venv-peers
+REQS_PEERS      := scripts/requirements-peers.txt
+REQS_PEERS_STUB := scripts/requirements-peers-stub.txt
+$(VENV_PEERS)/.stamp: $(REQS_PEERS) $(REQS_PEERS_STUB)
+	@test -x $(VENV_PEERS)/bin/python || $(PY) -m venv $(VENV_PEERS)
+	$(VENV_PEERS)/bin/pip install -q --no-deps -r $(REQS_PEERS)
+	@test -x $(VENV_PEERS)/stub/bin/python || $(PY) -m venv $(VENV_PEERS)/stub
+	$(VENV_PEERS)/stub/bin/pip install -q --no-deps -r $(REQS_PEERS_STUB)
+	@touch $@
+
+venv-peers: $(VENV_PEERS)/.stamp
+
+BENCH_SERVE_FX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat scripts/bench_serve_models.py; } 2>/dev/null | sha256sum | cut -c1-16)
+BENCH_SERVE_FX_DIR  := $(CACHE_ROOT)/bench-serve-fixtures-$(BENCH_SERVE_FX_HASH)
+BENCH_SERVE_FX_LINK := .cache/bench-serve-fixtures
+
+$(BENCH_SERVE_FX_DIR)/.done: $(VENV)/.stamp scripts/bench_serve_models.py
+	@rm -rf $(BENCH_SERVE_FX_DIR)
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/bench_serve_models.py) --out $(BENCH_SERVE_FX_DIR)
+	@touch $@
+
+bench-serve-fixtures: $(BENCH_SERVE_FX_DIR)/.done
+	@mkdir -p .cache
+	@ln -sfn $(BENCH_SERVE_FX_DIR) $(BENCH_SERVE_FX_LINK)
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'bench-serve-fixtures-*' ! -name 'bench-serve-fixtures-$(BENCH_SERVE_FX_HASH)' -exec rm -rf {} + 2>/dev/null || true
+
+wrk-tool:
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+
+RELEASE_DIR := $(or $(CARGO_TARGET_DIR),target)/release
+bench-serve: venv venv-peers bench-serve-fixtures build wrk-tool
+	$(CARGO) build --release --locked -p tpuport-serve --example serve_load
+	$(VPY) scripts/bench_serve.py --tpuport $(RELEASE_DIR)/tpuport --fixtures $(BENCH_SERVE_FX_LINK) \
+	  --peers-python $(VENV_PEERS)/bin/python --loadgen $(RELEASE_DIR)/examples/serve_load

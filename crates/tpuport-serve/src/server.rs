@@ -28,7 +28,24 @@ pub fn app(state: Arc<State>) -> Router {
         .route("/inference.GRPCInferenceService/{method}", post(grpc_inference))
         .route("/grpc.health.v1.Health/Check", post(grpc_health))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), close_while_draining))
         .with_state(state)
+}
+
+/// While draining, HTTP/1 responses carry `Connection: close`: a keep-alive client then sends
+/// its next request on a new connection (answered 503, or refused once the listener closes)
+/// instead of on one the drain is about to close before reading it.
+async fn close_while_draining(
+    AxState(s): AxState<Arc<State>>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let h1 = req.version() < http::Version::HTTP_2;
+    let mut r = next.run(req).await;
+    if h1 && s.is_draining() {
+        r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    r
 }
 
 async fn metrics(AxState(s): AxState<Arc<State>>) -> Response {
@@ -166,6 +183,7 @@ pub async fn serve_state(
         }
     })
     .await;
+    reporter.final_metrics(&state.metrics().render());
     reporter.stopped(!idle);
     Ok(())
 }

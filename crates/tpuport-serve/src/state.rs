@@ -30,6 +30,9 @@ pub trait Reporter: Send + Sync {
     fn draining(&self);
     /// Shutdown finished; `dropped` requests were still queued at the deadline.
     fn stopped(&self, dropped: bool);
+    /// The metrics as they stand after the drain (Prometheus text), just before `stopped`:
+    /// the counts of the last requests, which no scrape can see once the listener is closed.
+    fn final_metrics(&self, _prometheus_text: &str) {}
 }
 
 /// A model's life.

@@ -258,6 +258,19 @@ fn shutdown_under_load_loses_no_accepted_request() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
+    // Stop only while requests are queued (each waits up to the 2 ms batching delay), so the
+    // drain has work to finish: the run is really under load at the signal.
+    let depth = |t: &str| metric(t, "tpuport_queue_depth{model=\"mlp\"}").unwrap_or(0.0);
+    let ok_count = |t: &str| {
+        metric(t, "tpuport_requests_total{model=\"mlp\",protocol=\"http\",code=\"200\"}")
+            .unwrap_or(0.0)
+    };
+    let waited = std::time::Instant::now();
+    let mut at_stop = state.metrics().render();
+    while depth(&at_stop) < 1.0 && waited.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_micros(200));
+        at_stop = state.metrics().render();
+    }
     srv.signal_stop();
     srv.join().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -274,6 +287,11 @@ fn shutdown_under_load_loses_no_accepted_request() {
     let refused =
         metric(&text, "tpuport_requests_total{model=\"mlp\",protocol=\"http\",code=\"503\"}");
     assert!(ok > 0);
+    assert!(depth(&at_stop) >= 1.0, "no request was queued when the server was stopped");
+    assert!(
+        served.unwrap_or(0.0) > ok_count(&at_stop),
+        "no request was answered after the stop: the drain had nothing to finish"
+    );
     assert_eq!(served, Some(ok as f64), "answered 200 by the server vs received");
     assert_eq!(refused.unwrap_or(0.0), unavailable as f64, "answered 503 vs received");
     assert_eq!(state.compiles_after_ready(), 0);

@@ -41,6 +41,8 @@ fn serves_an_onnx_model_and_exits_0_on_sigterm() {
     .unwrap();
     let mut child = common::command()
         .args(["serve", tmp.path().to_str().unwrap(), "--port", "0", "--no-cache"])
+        .arg("--final-metrics")
+        .arg(tmp.path().join("final.prom"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -121,6 +123,13 @@ fn serves_an_onnx_model_and_exits_0_on_sigterm() {
     err.read_to_string(&mut rest).unwrap();
     assert_eq!(status.code(), Some(0), "{rest}");
     assert!(rest.contains("shutting down") && rest.contains("stopped"), "{rest}");
+    // --final-metrics: the counts after the drain, the one infer among them.
+    let last = std::fs::read_to_string(tmp.path().join("final.prom")).unwrap();
+    assert!(
+        last.contains("tpuport_requests_total{model=\"lin\",protocol=\"http\",code=\"200\"} 1\n"),
+        "{last}"
+    );
+    assert!(last.contains("tpuport_compiles_after_ready_total 0\n"), "{last}");
 }
 
 #[test]

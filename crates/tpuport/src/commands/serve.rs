@@ -47,10 +47,15 @@ pub(crate) struct ServeArgs {
     /// Seconds that queued and executing requests get to finish after SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub(crate) drain_timeout: u64,
+    /// Write the Prometheus metrics as they stand after the drain to FILE on exit (the counts
+    /// of the last requests, which no scrape sees once the listener has closed).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) final_metrics: Option<PathBuf>,
 }
 
 struct Report {
     p: Printer,
+    final_metrics: Option<PathBuf>,
 }
 
 impl Reporter for Report {
@@ -77,6 +82,13 @@ impl Reporter for Report {
     }
     fn draining(&self) {
         self.p.note("shutting down: draining queued requests");
+    }
+    fn final_metrics(&self, text: &str) {
+        if let Some(f) = &self.final_metrics
+            && let Err(e) = tpuport_model::fs::write_atomic_bytes(f, text.as_bytes())
+        {
+            self.p.warn(&format!("--final-metrics {}: {e}", f.display()));
+        }
     }
     fn stopped(&self, dropped: bool) {
         if dropped {
@@ -112,6 +124,9 @@ pub(crate) fn run(a: &ServeArgs, g: &GlobalArgs, _p: &Printer) -> anyhow::Result
         }
         o.control_token = Some(token);
     }
-    tpuport_serve::serve_blocking(o, Arc::new(Report { p: Printer::new(g) }))?;
+    tpuport_serve::serve_blocking(
+        o,
+        Arc::new(Report { p: Printer::new(g), final_metrics: a.final_metrics.clone() }),
+    )?;
     Ok(Status::Success)
 }
