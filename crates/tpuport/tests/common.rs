@@ -7,8 +7,11 @@
 )]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStderr, Command};
+use std::time::Duration;
 
 /// The generated fixture set: `$TPUPORT_FIXTURES`, else `<repo>/.cache/fixtures`. Panics with
 /// the command to run when it is missing: tests never skip silently.
@@ -104,4 +107,62 @@ print(json.dumps([r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: (i32, u64) = serde_json::from_slice(&o.stdout).unwrap();
     v
+}
+
+/// A one-model `tpuport serve` repository at `root`: `root/lin` around the ONNX fixture
+/// `onnx_small/external_data` (Y = X @ W + B, X f32[N, 16]), buckets 2 and 4, with `batching`
+/// (TOML lines) added to its `[batching]` table. Returns `root`.
+pub fn onnx_repo(root: &Path, batching: &str) -> PathBuf {
+    let fx = fixtures().join("onnx_small");
+    let dir = root.join("lin");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fx.join("external_data.onnx"), dir.join("external_data.onnx")).unwrap();
+    std::fs::copy(fx.join("external_data.bin"), dir.join("external_data.bin")).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "[model]\nkind = \"onnx\"\npath = \"external_data.onnx\"\n[batching]\nbuckets = [2, 4]\n{batching}"
+        ),
+    )
+    .unwrap();
+    root.to_owned()
+}
+
+/// Reads a starting `tpuport serve`'s stderr (piped) up to its `ready:` line. Returns the
+/// address it listens on, the lines read, and the reader for the rest; panics with the lines
+/// when the server ends first.
+pub fn wait_ready(child: &mut Child) -> (String, Vec<String>, BufReader<ChildStderr>) {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut addr = String::new();
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("server ended: {lines:?}");
+        }
+        if let Some(a) = line.strip_prefix("listening on ") {
+            addr = a.split(' ').next().unwrap().to_owned();
+        }
+        lines.push(line.clone());
+        if line.starts_with("ready:") {
+            return (addr, lines, err);
+        }
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`: status and body.
+pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
+    (status, body)
 }

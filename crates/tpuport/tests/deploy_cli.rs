@@ -11,18 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// A one-model repository around the ONNX fixture `serve_cli` also serves (Y = X @ W + B).
 fn repo(root: &Path) -> PathBuf {
-    let fx = common::fixtures().join("onnx_small");
-    let repo = root.join("repo");
-    let dir = repo.join("lin");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fx.join("external_data.onnx"), dir.join("external_data.onnx")).unwrap();
-    std::fs::copy(fx.join("external_data.bin"), dir.join("external_data.bin")).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        "[model]\nkind = \"onnx\"\npath = \"external_data.onnx\"\n[batching]\nbuckets = [2, 4]\n",
-    )
-    .unwrap();
-    repo
+    common::onnx_repo(&root.join("repo"), "")
 }
 
 fn deploy(args: &[&str]) -> common::Out {

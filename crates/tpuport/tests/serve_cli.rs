@@ -5,40 +5,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::process::Stdio;
-use std::time::Duration;
 
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
-    (status, body)
-}
+use common::http;
 
 #[test]
 fn serves_an_onnx_model_and_exits_0_on_sigterm() {
-    let fx = common::fixtures().join("onnx_small");
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("lin");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fx.join("external_data.onnx"), dir.join("external_data.onnx")).unwrap();
-    std::fs::copy(fx.join("external_data.bin"), dir.join("external_data.bin")).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        "[model]\nkind = \"onnx\"\npath = \"external_data.onnx\"\n[batching]\nbuckets = [2, 4]\n",
-    )
-    .unwrap();
+    common::onnx_repo(tmp.path(), "");
     let mut child = common::command()
         .args(["serve", tmp.path().to_str().unwrap(), "--port", "0", "--no-cache"])
         .arg("--final-metrics")
@@ -47,22 +22,7 @@ fn serves_an_onnx_model_and_exits_0_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut addr = String::new();
-    let mut lines = Vec::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            panic!("server ended: {lines:?}");
-        }
-        if let Some(a) = line.strip_prefix("listening on ") {
-            addr = a.split(' ').next().unwrap().to_owned();
-        }
-        lines.push(line.clone());
-        if line.starts_with("ready:") {
-            break;
-        }
-    }
+    let (addr, lines, mut err) = common::wait_ready(&mut child);
     assert!(
         lines.iter().any(|l| l.contains("model lin loaded") && l.contains("buckets [2, 4]")),
         "{lines:?}"
@@ -74,6 +34,7 @@ fn serves_an_onnx_model_and_exits_0_on_sigterm() {
     assert_eq!(meta["inputs"][0]["name"], "X");
     assert_eq!(meta["inputs"][0]["shape"], serde_json::json!([-1, 16]));
     // Y = X @ W + B with the fixture's reference inputs/outputs (3 rows: padded into bucket 4).
+    let fx = common::fixtures().join("onnx_small");
     let npz = |f: &str| {
         let out = tpuport_testkit::run_python(
             "import numpy as np, sys, json; d = np.load(sys.argv[1]); print(json.dumps({k: d[k].tolist() for k in d}))",

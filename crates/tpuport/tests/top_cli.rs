@@ -9,26 +9,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
-    (status, body)
-}
+use common::http;
 
 fn infer(addr: &str, rows: usize) -> u16 {
     let data: Vec<f32> = (0..rows * 16).map(|i| i as f32 * 0.01).collect();
@@ -50,39 +34,15 @@ impl Drop for Server {
 }
 
 fn start() -> Server {
-    let fx = common::fixtures().join("onnx_small");
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("lin");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fx.join("external_data.onnx"), dir.join("external_data.onnx")).unwrap();
-    std::fs::copy(fx.join("external_data.bin"), dir.join("external_data.bin")).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        "[model]\nkind = \"onnx\"\npath = \"external_data.onnx\"\n[batching]\nbuckets = [2, 4]\nmax_queue_size = 1\nmax_queue_delay_us = 200000\n",
-    )
-    .unwrap();
+    common::onnx_repo(tmp.path(), "max_queue_size = 1\nmax_queue_delay_us = 200000\n");
     let mut child = common::command()
         .args(["serve", tmp.path().to_str().unwrap(), "--port", "0", "--no-cache"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut addr = String::new();
-    let mut lines = Vec::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            panic!("server ended: {lines:?}");
-        }
-        if let Some(a) = line.strip_prefix("listening on ") {
-            addr = a.split(' ').next().unwrap().to_owned();
-        }
-        lines.push(line.clone());
-        if line.starts_with("ready:") {
-            break;
-        }
-    }
+    let (addr, _, mut err) = common::wait_ready(&mut child);
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     Server { child, addr, _dir: tmp }
