@@ -228,7 +228,7 @@ pub fn read(addr: &str, timeout: Duration) -> Result<Snapshot, DeployError> {
             .map_err(|e| fail(e.to_string()))?
             .connect_timeout(timeout)
             .timeout(timeout);
-        let channel = endpoint.connect().await.map_err(|e| fail(error_chain(&e)))?;
+        let channel = endpoint.connect().await.map_err(|e| fail(tpuport_model::error_chain(&e)))?;
         let mut grpc = tonic::client::Grpc::new(channel);
         let supported: proto::ListSupportedMetricsResponse = unary(
             &mut grpc,
@@ -269,15 +269,4 @@ pub fn read(addr: &str, timeout: Duration) -> Result<Snapshot, DeployError> {
         }
         Ok(snap)
     })
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

@@ -37,14 +37,4 @@ pub use semantic::Framework;
 pub use settings::{RuleSet, Selector};
 
 /// An error and its causes as one line (`outer: cause: root`).
-#[must_use]
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+pub use tpuport_model::error_chain;

@@ -62,3 +62,17 @@ pub enum ModelError {
         name: String,
     },
 }
+
+/// An error and its causes as one line (`outer: cause: root`), for the one-line messages every
+/// verb prints.
+#[must_use]
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

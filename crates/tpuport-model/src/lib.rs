@@ -24,7 +24,7 @@ mod tensor;
 mod weights;
 
 pub use dtype::DType;
-pub use error::ModelError;
+pub use error::{ModelError, error_chain};
 pub use graph::{Attr, Graph, Node, NodeId, Value, ValueId, ValueKind};
 pub use model::{Framework, Metadata, Model, ModelFormat, Note, NoteLevel};
 pub use shape::{Dim, Shape, TensorType};

@@ -74,7 +74,7 @@ pub(crate) fn run(a: &ProfileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         }
     }
     let t1 = Instant::now();
-    let error_lines: Vec<String> = errors.iter().map(|e| tpuport_lint::error_chain(e)).collect();
+    let error_lines: Vec<String> = errors.iter().map(|e| tpuport_model::error_chain(e)).collect();
     for line in &error_lines {
         p.error(&anyhow::anyhow!("{line}"));
     }
