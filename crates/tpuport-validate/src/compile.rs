@@ -503,9 +503,12 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
     }
 }
 
-/// libtpu: the explicit path, else the first libtpu plugin discovery finds
-/// (`$TPUPORT_PJRT_PLUGIN` / `$TPU_LIBRARY_PATH` naming libtpu, the project's `.cache/libtpu`,
-/// a virtual environment's `libtpu` package).
+/// libtpu: the explicit path, else the first libtpu plugin [`tpuport_pjrt::discover`] finds:
+/// `$TPUPORT_PJRT_PLUGIN` / `$TPU_LIBRARY_PATH` when they name libtpu, `libtpu/libtpu.so` in a
+/// searched site-packages (`pip install libtpu`), `/usr/lib`, `/usr/local/lib` or `/lib`, then
+/// the newest version `make libtpu` unpacked: `.cache/libtpu/<version>/` in the current
+/// directory or its nearest parent that has one, else `tpuport/libtpu/<version>/` in the user
+/// cache (`$XDG_CACHE_HOME`, else `~/.cache`); see [`tpuport_pjrt::libtpu_places`].
 ///
 /// # Errors
 /// The explicit path is not a file, or no libtpu was found (one line saying how to get it).
@@ -523,7 +526,8 @@ pub fn find_libtpu(explicit: Option<&Path>) -> Result<PathBuf> {
         .ok_or_else(|| {
             invalid(
                 "libtpu not found: `pip install libtpu` into the project's virtual environment \
-                 (or run `make libtpu`), or pass --plugin PATH/libtpu.so",
+                 (or run `make libtpu` in a tpuport checkout), set TPU_LIBRARY_PATH, or pass \
+                 --plugin PATH/libtpu.so (`tpuport doctor` lists where it looked)",
             )
         })
 }

@@ -36,7 +36,9 @@ pub(crate) struct CompileArgs {
     #[arg(long, value_name = "N")]
     pub(crate) partitions: Option<u32>,
     /// libtpu library (default: $TPUPORT_PJRT_PLUGIN or $TPU_LIBRARY_PATH when they name
-    /// libtpu, else `libtpu/libtpu.so` in the project's or active virtual environment).
+    /// libtpu, else `libtpu/libtpu.so` in the project's or active virtual environment, else
+    /// the one `make libtpu` unpacked: `.cache/libtpu` here or in a parent directory, or
+    /// ~/.cache/tpuport/libtpu; `tpuport doctor` lists the places).
     #[arg(long, value_name = "PATH")]
     pub(crate) plugin: Option<PathBuf>,
     /// Write the serialized TPU executable to FILE and its manifest to FILE.json.

@@ -75,6 +75,15 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
         header_api_version: format!("{hmaj}.{hmin}"),
         plugins,
         searched: tpuport_pjrt::search_places(),
+        libtpu_searched: tpuport_pjrt::libtpu_places()
+            .into_iter()
+            .map(|mut place| {
+                if !place.path.is_dir() {
+                    place.why.push_str(", not present");
+                }
+                place
+            })
+            .collect(),
         python,
         versions,
         notes,
