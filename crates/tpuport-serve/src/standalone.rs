@@ -248,7 +248,7 @@ pub(crate) fn args_by_roles(
             return Err(ServeError::config(
                 path,
                 format!(
-                    "{} is a {} ({}){}: its values must come from somewhere: put the {} weight and state tensors ({elements} elements) in {stem}.safetensors or weights.safetensors next to the module, each named as its argument (the exporter's name or `argN`), or name the data arguments with --data-args",
+                    "{} is a {} ({}){}: their values are read from {stem}.safetensors or weights.safetensors next to the module (in a model-repository entry, the file `model.path` names), and there is none ({} tensors, {elements} elements, each named as its argument: the exporter's name or `argN`); or name the data arguments with --data-args",
                     show(a),
                     a.role,
                     a.rule.describe(),
