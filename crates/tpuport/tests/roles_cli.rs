@@ -484,6 +484,16 @@ fn batch_runs_a_weights_first_export_with_its_weights_file() {
         want.extend_from_slice(&y.data()[..n * per_row]);
     }
     assert!(got.data() == want.as_slice(), "batch and run differ");
+    // `--data-args` names the data as `audit` does: the same binding; an unknown name stops.
+    let idx = data[0].to_string();
+    let o = batch(&tmp.path().join("out-named"), &["--no-cache", "--data-args", &idx]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let named =
+        tpuport_formats::npy::read_npy(&tmp.path().join("out-named").join(&out_name)).unwrap();
+    assert!(named.data() == got.data(), "--data-args {idx} binds otherwise");
+    let o = batch(&tmp.path().join("out-bad"), &["--data-args", "nosuch"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.starts_with("error:") && o.stderr.contains("`nosuch`"), "{}", o.stderr);
     // A model-repository entry without `model.args` binds the module by the same roles.
     std::fs::write(
         m.with_file_name("config.toml"),
