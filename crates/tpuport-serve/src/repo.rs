@@ -242,6 +242,19 @@ impl Repository {
         modules: &std::collections::BTreeMap<String, String>,
         arg_spec: &[String],
     ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>), ServeError> {
+        // Without `model.args`, the argument roles bind each module (weights-first exports).
+        let store = match weights_file {
+            Some(w) if arg_spec.is_empty() => {
+                let p = self.confine(dir, w)?;
+                let m = tpuport_formats::safetensors::import_file(
+                    &p,
+                    &tpuport_formats::Limits::default(),
+                )
+                .map_err(|e| ServeError::config(&p, e.to_string()))?;
+                Some((p, m))
+            }
+            _ => None,
+        };
         let mut buckets = Vec::new();
         for (k, file) in modules {
             let size: u64 = k.parse().unwrap_or(0);
@@ -265,6 +278,14 @@ impl Repository {
                     "no signature could be read (bytecode): give the MLIR text",
                 ));
             }
+            let by_roles;
+            let arg_spec: &[String] = if arg_spec.is_empty() {
+                let w = store.as_ref().map(|(p, m)| (p.as_path(), &m.weights));
+                by_roles = crate::standalone::args_by_roles(&path, &model, &[], w)?.args;
+                &by_roles
+            } else {
+                arg_spec
+            };
             if !arg_spec.is_empty() && arg_spec.len() != g.inputs.len() {
                 return Err(ServeError::config(
                     &path,
