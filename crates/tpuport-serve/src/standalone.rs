@@ -69,6 +69,7 @@ fn plan_path(path: &Path, buckets: &[u64]) -> Result<Plan, ServeError> {
         inputs: Vec::new(),
         outputs: Vec::new(),
         batching: Batching { buckets, ..Batching::default() },
+        executables: None,
     };
     if real.is_dir() {
         let repo = Repository::open(parent)?;
