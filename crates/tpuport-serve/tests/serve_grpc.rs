@@ -219,8 +219,7 @@ fn typed_contents_for_every_contents_field() {
         &[1, 3],
         InferTensorContents { uint_contents: vec![1, 256, 3], ..c() },
     );
-    let mut all: Vec<InferInputTensor> = Vec::new();
-    all.push(bad);
+    let all = vec![bad];
     let (code, msg) = grpc_infer(srv.addr, &request("dt", all)).unwrap_err();
     assert_eq!(code, 3, "{msg}");
     assert!(msg.contains("256 is out of range"), "{msg}");
