@@ -79,6 +79,7 @@ fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan,
         inputs: Vec::new(),
         outputs: Vec::new(),
         batching: Batching { buckets, ..Batching::default() },
+        executables: None,
     };
     if real.is_dir() {
         let repo = Repository::open(parent)?;
