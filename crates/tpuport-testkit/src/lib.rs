@@ -147,3 +147,5 @@ pub fn generated(env: &str, prefix: &str, marker: &str, target: &str) -> PathBuf
 
 pub mod docs;
 pub mod graph;
+#[cfg(feature = "mlp-repo")]
+pub mod mlp_repo;

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -21,40 +20,13 @@ fn jax() -> PathBuf {
 /// `<root>/<name>`: the JAX MLP (buckets 1 and 128) as a stablehlo-kind model with its weights,
 /// and `executables` as the config's `[executables]` body ("" for none).
 fn mlp_model(root: &Path, name: &str, executables: &str) -> PathBuf {
-    let fx = jax();
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("exe")).unwrap();
-    std::fs::copy(fx.join("mlp_b1/jit.mlir"), dir.join("mlp_b1.mlir")).unwrap();
-    std::fs::copy(fx.join("mlp_b128/jit.mlir"), dir.join("mlp_b128.mlir")).unwrap();
-    let mut ts = Vec::new();
-    for (i, n) in ["w1", "b1", "w2", "b2"].iter().enumerate() {
-        let t =
-            tpuport_formats::npy::read_npy(&fx.join(format!("mlp_b1/inputs/arg{i}.npy"))).unwrap();
-        ts.push(tpuport_formats::safetensors::TensorOut {
-            name: (*n).to_owned(),
-            dtype: t.dtype,
-            shape: t.shape.clone(),
-            data: Cow::Owned(t.data().to_vec()),
-        });
-    }
-    tpuport_formats::safetensors::write_safetensors(&dir.join("weights.safetensors"), &ts, &[])
-        .unwrap();
-    let exe = if executables.is_empty() {
+    let tail = if executables.is_empty() {
         String::new()
     } else {
-        format!("[executables]\n{executables}\n")
+        format!("[executables]\n{executables}")
     };
-    std::fs::write(
-        dir.join("config.toml"),
-        format!(
-            "[model]\nkind = \"stablehlo\"\npath = \"weights.safetensors\"\n\
-             modules = {{ \"1\" = \"mlp_b1.mlir\", \"128\" = \"mlp_b128.mlir\" }}\n\
-             args = [\"weight:w1\", \"weight:b1\", \"weight:w2\", \"weight:b2\", \"input:x\"]\n\
-             [[input]]\nname = \"x\"\n[[output]]\nname = \"probs\"\n\
-             [batching]\nbuckets = [1, 128]\n{exe}"
-        ),
-    )
-    .unwrap();
+    let (dir, _) = tpuport_testkit::mlp_repo::write(root, name, &tail);
+    std::fs::create_dir_all(dir.join("exe")).unwrap();
     dir
 }
 

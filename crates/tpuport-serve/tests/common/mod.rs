@@ -10,7 +10,6 @@
     clippy::missing_panics_doc
 )]
 
-use std::borrow::Cow;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -25,45 +24,10 @@ pub struct Mlp {
     pub w: Vec<Vec<f32>>,
 }
 
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-/// Writes `<root>/mlp` (stablehlo kind, buckets 1 and 128, from `jax/mlp_b1` and
-/// `jax/mlp_b128`) with `batching` as the config's `[batching]` body.
+/// Writes `<root>/<name>`, the JAX MLP entry of [`tpuport_testkit::mlp_repo::write`], with
+/// `batching` appended to the config's `[batching]` table.
 pub fn mlp_repo(root: &Path, name: &str, batching: &str) -> Mlp {
-    let fx = tpuport_testkit::fixtures("jax");
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fx.join("mlp_b1/jit.mlir"), dir.join("mlp_b1.mlir")).unwrap();
-    std::fs::copy(fx.join("mlp_b128/jit.mlir"), dir.join("mlp_b128.mlir")).unwrap();
-    let names = ["w1", "b1", "w2", "b2"];
-    let mut ts = Vec::new();
-    let mut w = Vec::new();
-    for (i, n) in names.iter().enumerate() {
-        let t =
-            tpuport_formats::npy::read_npy(&fx.join(format!("mlp_b1/inputs/arg{i}.npy"))).unwrap();
-        w.push(f32s(t.data()));
-        ts.push(tpuport_formats::safetensors::TensorOut {
-            name: (*n).to_owned(),
-            dtype: t.dtype,
-            shape: t.shape.clone(),
-            data: Cow::Owned(t.data().to_vec()),
-        });
-    }
-    tpuport_formats::safetensors::write_safetensors(&dir.join("weights.safetensors"), &ts, &[])
-        .unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        format!(
-            "[model]\nkind = \"stablehlo\"\npath = \"weights.safetensors\"\n\
-             modules = {{ \"1\" = \"mlp_b1.mlir\", \"128\" = \"mlp_b128.mlir\" }}\n\
-             args = [\"weight:w1\", \"weight:b1\", \"weight:w2\", \"weight:b2\", \"input:x\"]\n\
-             [[input]]\nname = \"x\"\ndatatype = \"FP32\"\n[[output]]\nname = \"probs\"\n\
-             [batching]\nbuckets = [1, 128]\n{batching}\n"
-        ),
-    )
-    .unwrap();
+    let (_, w) = tpuport_testkit::mlp_repo::write(root, name, batching);
     Mlp { w }
 }
 
@@ -334,7 +298,7 @@ pub fn binary_infer(
 
 /// f32 values of little-endian bytes.
 pub fn le_f32(b: &[u8]) -> Vec<f32> {
-    f32s(b)
+    b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 /// The repository options for `root`.
