@@ -3,9 +3,10 @@
 //! A worker dispatches at once when no execution of the model is in flight (there is nothing
 //! to overlap with: waiting would only add the delay to a lone request); while one is, it
 //! waits until the queued rows fill the largest bucket or the oldest request has waited
-//! `max_queue_delay` (`wait_when_idle = true` restores Triton's rule: always wait), takes rows in priority then arrival order (splitting a request
-//! larger than the largest bucket over several batches), pads them into the smallest bucket
-//! that fits, uploads, executes, downloads and hands each request its rows. Several workers
+//! `max_queue_delay` (`wait_when_idle = true` restores Triton's rule: always wait). It takes
+//! rows in priority then arrival order (splitting a request larger than the largest bucket
+//! over several batches), pads them into the smallest bucket that fits, uploads, executes,
+//! downloads and hands each request its rows. Several workers
 //! give several executions in flight on the device. Nothing compiles here: every bucket was
 //! compiled before the model turned ready.
 //!
