@@ -276,24 +276,37 @@ impl Client {
         LoadedExecutable::new(self.inner.clone(), a.executable)
     }
 
-    /// The options a compile on this client really uses: `options`, plus the XLA:CPU
-    /// workaround below on the CPU plugin.
+    /// The options a compile on this client really uses: `options`, plus two XLA:CPU
+    /// workarounds on the CPU plugin, each unless the user chose that flag (`XLA_FLAGS` naming
+    /// it, or `options` already overriding it):
     ///
-    /// xla-cpu-pjrt 0.0.1's AVX-512 code is wrong on AMD EPYC (Zen 4, AVX-512 with bf16/VNNI):
-    /// executions of the same mlp_b128 program on freshly uploaded buffers gave values that
-    /// match no sample (`tests/buffer_reuse.rs`, `tests/stale_inputs.rs`: 591 wrong values in
-    /// one run), every time on that host, and were right with `--xla_cpu_max_isa=AVX2`. So
-    /// on a host with AVX-512, CPU compiles are limited to AVX2 unless the user chose an ISA
-    /// (`XLA_FLAGS` naming `xla_cpu_max_isa`, or the options already setting it).
+    /// - `xla_cpu_use_xnnpack=false`. With XNNPACK on, xla-cpu-pjrt 0.0.1 computed wrong
+    ///   values once an execution's buffers were freed and new ones uploaded for the next: on
+    ///   an AMD EPYC host with AVX2 and no AVX-512 (2026-12-05), `tests/buffer_reuse.rs` and
+    ///   `tests/stale_inputs.rs` failed in 5 runs of 5 (the freed-buffer executions matched no
+    ///   sample; the same samples with every buffer held were right), also with
+    ///   `--xla_cpu_max_isa=AVX2`, and passed in 5 of 5 with XNNPACK off (by this override, or
+    ///   by `XLA_FLAGS`). `XLA_FLAGS=--xla_cpu_use_xnnpack=true` brings the failure back. A
+    ///   server reloading a model, or any verb uploading new weights, would be exposed.
+    /// - `xla_cpu_max_isa=AVX2` on a host with AVX-512. On an AMD EPYC host with AVX-512
+    ///   (Zen 4, 2026-12-03) the same tests failed every run, with held buffers too, and were
+    ///   right with that cap. Whether XNNPACK off alone suffices there was not checked (no
+    ///   such host since), so the cap stays.
     #[must_use]
     pub fn effective_options(&self, options: &CompileOptions) -> CompileOptions {
-        let cpu = self.platform_name().eq_ignore_ascii_case("cpu");
-        let user_chose = std::env::var("XLA_FLAGS").is_ok_and(|f| f.contains("xla_cpu_max_isa"));
-        if cpu && !user_chose && host_has_avx512() {
-            options.clone().with_override("xla_cpu_max_isa", "AVX2")
-        } else {
-            options.clone()
+        if !self.platform_name().eq_ignore_ascii_case("cpu") {
+            return options.clone();
         }
+        let flags = std::env::var("XLA_FLAGS").unwrap_or_default();
+        let mut o = options.clone();
+        // `with_override` keeps a value the options already have.
+        if !flags.contains("xla_cpu_use_xnnpack") {
+            o = o.with_override("xla_cpu_use_xnnpack", "false");
+        }
+        if host_has_avx512() && !flags.contains("xla_cpu_max_isa") {
+            o = o.with_override("xla_cpu_max_isa", "AVX2");
+        }
+        o
     }
 
     /// Loads an executable serialized by [`crate::Executable::serialize`] with the same plugin.

@@ -20,9 +20,10 @@ use crate::executable::LoadedExecutable;
 /// four processes at once: one result). On 2026-12-03, on an AMD EPYC host with AVX-512, the
 /// guard tests (`tests/buffer_reuse.rs`, `tests/stale_inputs.rs`) failed every time with
 /// values matching no sample, with held and freed buffers alike, and passed with
-/// `--xla_cpu_max_isa=AVX2`: the plugin's AVX-512 code, not buffer reuse. CPU compiles now
-/// carry that flag on such hosts ([`crate::Client::effective_options`]); the old report was
-/// probably the same fault. Verbs that run a bounded set of executions (validate's samples, a
+/// `--xla_cpu_max_isa=AVX2`. On 2026-12-05, on an AMD EPYC host with AVX2 only, they failed
+/// every run again (freed buffers wrong, held ones right), with or without that cap, and
+/// passed with XNNPACK off. CPU compiles now carry both workarounds
+/// ([`crate::Client::effective_options`]); the old report was probably the same fault. Verbs that run a bounded set of executions (validate's samples, a
 /// bench sweep) still hold their buffers here; a server cannot, and relies on the guard tests.
 #[derive(Debug, Default)]
 pub struct KeepAlive {

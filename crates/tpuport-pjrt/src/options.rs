@@ -30,6 +30,21 @@ pub struct OptionOverrideProto {
     /// Field 1 (`string_field`).
     #[prost(string, optional, tag = "1")]
     pub string_field: Option<String>,
+    /// Field 2 (`bool_field`): boolean flags take their value here, not as a string.
+    #[prost(bool, optional, tag = "2")]
+    pub bool_field: Option<bool>,
+}
+
+impl OptionOverrideProto {
+    /// `true`/`false` as a boolean override, anything else as a string.
+    fn of(value: &str) -> OptionOverrideProto {
+        match value {
+            "true" | "false" => {
+                OptionOverrideProto { string_field: None, bool_field: Some(value == "true") }
+            }
+            _ => OptionOverrideProto { string_field: Some(value.to_owned()), bool_field: None },
+        }
+    }
 }
 
 /// `xla.ExecutableBuildOptionsProto` (subset).
@@ -92,7 +107,8 @@ pub struct CompileOptions {
     pub device_assignment: Option<Vec<Vec<i64>>>,
     /// Compile without binding to devices.
     pub portable: bool,
-    /// XLA flags for this compile, by name without the dashes (`xla_cpu_max_isa` → `AVX2`).
+    /// XLA flags for this compile, by name without the dashes (`xla_cpu_max_isa` → `AVX2`;
+    /// `true`/`false` are sent as booleans).
     pub overrides: Vec<(String, String)>,
 }
 
@@ -159,7 +175,7 @@ impl CompileOptions {
             env_option_overrides: self
                 .overrides
                 .iter()
-                .map(|(k, v)| (k.clone(), OptionOverrideProto { string_field: Some(v.clone()) }))
+                .map(|(k, v)| (k.clone(), OptionOverrideProto::of(v)))
                 .collect(),
         }
     }
