@@ -161,6 +161,12 @@ fn a_torch_export_at_a_bound_batch() {
 /// The real case behind `--input-value`: silero-vad as its PyPI wheel ships it (fetched by
 /// `make recurrent-models`), whose `If` on `sr == 16000` has branches of different shapes. Each
 /// rate validates against onnxruntime; without the value the error names the flag.
+///
+/// The 8 kHz check allows an absolute error of 1.5e-4: its second random sample (seed 0) sits
+/// where f32 implementations disagree beyond the default tolerance (3.0e-5 absolute there).
+/// Measured 2026-12-05 on that sample's `stateN`: onnxruntime 1.32 against the ONNX reference
+/// evaluator (onnx 1.23.2, numpy) 7.0e-5, tpuport against onnxruntime 1.15e-4, tpuport against
+/// the reference evaluator 4.5e-5; on seeds 1 to 6 tpuport is within 1.2e-5 of onnxruntime.
 #[test]
 fn silero_vad_lowers_the_branch_of_its_sample_rate() {
     let root = tpuport_testkit::generated(
@@ -171,22 +177,22 @@ fn silero_vad_lowers_the_branch_of_its_sample_rate() {
     );
     let model = root.join("vad/silero_vad.onnx");
     let cache = tempfile::tempdir().unwrap();
-    for (sr, n) in [("16000", "512"), ("8000", "256")] {
+    for (sr, n, atol) in [("16000", "512", None), ("8000", "256", Some("1.5e-4"))] {
         let (input, value) = (format!("input=1x{n}"), format!("sr={sr}"));
-        let r = validate_ort(
-            cache.path(),
-            &model,
-            &[
-                "--input-shape",
-                &input,
-                "--input-shape",
-                "state=2x1x128",
-                "--input-value",
-                &value,
-                "--random",
-                "2",
-            ],
-        );
+        let mut args = vec![
+            "--input-shape",
+            &input,
+            "--input-shape",
+            "state=2x1x128",
+            "--input-value",
+            &value,
+            "--random",
+            "2",
+        ];
+        if let Some(a) = atol {
+            args.extend(["--atol", a]);
+        }
+        let r = validate_ort(cache.path(), &model, &args);
         assert_eq!(r["passed"], true, "sr={sr}: {r:#}");
     }
     let o = common::output(common::runtime_command(cache.path()).args([
