@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     }
     // XLA:CPU runs depthwise convolutions an order of magnitude slower than the same taps as
     // elementwise ops: every CPU-plugin compile unrolls them (`tpuport_lower::rewrite::depthwise`).
-    tpuport_pjrt::set_cpu_program_rewrite(tpuport_lower::rewrite::depthwise::for_cpu);
+    tpuport_pjrt::set_cpu_program_rewrite(tpuport_lower::rewrite::for_cpu);
     let printer = printer::Printer::new(&cli.global);
     // The verb returns before the exit status is chosen, so everything it owns (temporary
     // folders, the PJRT client) is dropped first.

@@ -21,6 +21,7 @@
 
 use tpuport_model::{Attr, DType, Graph, Model, Node, Shape, TensorType, ValueId};
 
+use super::conv::Conv;
 use super::{fresh_value, recompute_producers, simple_op};
 
 /// Kernels with more taps than this (7×7) stay convolutions: the unrolled form grows with taps.
@@ -37,13 +38,6 @@ pub fn unroll_depthwise(model: &mut Model) -> usize {
     n
 }
 
-/// Whether a module's text has a grouped convolution worth parsing it for: a cheap test that
-/// spares the parse of the many modules that have none.
-#[must_use]
-pub fn may_have_depthwise(text: &str) -> bool {
-    text.contains("feature_group_count") && text.contains("convolution")
-}
-
 fn graph(g: &mut Graph) -> usize {
     let old = std::mem::take(&mut g.nodes);
     let mut nodes = Vec::with_capacity(old.len());
@@ -53,9 +47,9 @@ fn graph(g: &mut Graph) -> usize {
             count += graph(sg);
         }
         match node.op.as_str() {
-            "stablehlo.convolution" => match Conv::of(g, &node) {
+            "stablehlo.convolution" => match Conv::depthwise(g, &node) {
                 Some(c) => {
-                    c.emit(g, &mut nodes, node.location.clone());
+                    c.emit_depthwise(g, &mut nodes, node.location.clone());
                     count += 1;
                 }
                 None => nodes.push(node),
@@ -68,173 +62,26 @@ fn graph(g: &mut Graph) -> usize {
     count
 }
 
-/// A depthwise convolution's geometry, all dimension indices resolved.
-struct Conv {
-    x: ValueId,
-    w: ValueId,
-    out: ValueId,
-    dtype: DType,
-    x_shape: Vec<u64>,
-    w_shape: Vec<u64>,
-    out_shape: Vec<u64>,
-    /// Input dims: batch, feature, spatial (in spatial order).
-    ib: usize,
-    ifeat: usize,
-    isp: Vec<usize>,
-    /// Kernel spatial dims.
-    ksp: Vec<usize>,
-    /// Output dims.
-    ob: usize,
-    ofeat: usize,
-    osp: Vec<usize>,
-    strides: Vec<i64>,
-    rhs_dilation: Vec<i64>,
-    /// Low and high padding per spatial dim.
-    padding: Vec<(i64, i64)>,
-}
-
-fn int(n: &Node, name: &str) -> Option<i64> {
-    match n.attr(name)? {
-        Attr::Int(v) => Some(*v),
-        Attr::Text(t) => t.split(':').next()?.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn index(n: &Node, name: &str) -> Option<usize> {
-    int(n, name).and_then(|v| usize::try_from(v).ok())
-}
-
-fn ints(n: &Node, name: &str) -> Option<Vec<i64>> {
-    match n.attr(name)? {
-        Attr::Ints(v) => Some(v.clone()),
-        Attr::Int(v) => Some(vec![*v]),
-        Attr::Text(t) => {
-            let body = t.split(" : ").next().unwrap_or(t);
-            let body = body.strip_prefix("array<i64").unwrap_or(body);
-            Some(
-                body.split(|c: char| !(c.is_ascii_digit() || c == '-'))
-                    .filter_map(|s| s.parse().ok())
-                    .collect(),
-            )
-        }
-        _ => None,
-    }
-}
-
-fn indices(n: &Node, name: &str) -> Option<Vec<usize>> {
-    ints(n, name)?.into_iter().map(|v| usize::try_from(v).ok()).collect()
-}
-
-/// `attr` is absent or every entry equals `v` (`window_reversal` is a bool array).
-fn all_or_absent(n: &Node, name: &str, v: i64) -> bool {
-    match n.attr(name) {
-        None => true,
-        Some(Attr::Text(t)) if t.contains("true") => false,
-        Some(Attr::Text(t)) if t.contains("false") => true,
-        Some(_) => ints(n, name).is_some_and(|x| x.iter().all(|&e| e == v)),
-    }
-}
-
 impl Conv {
-    fn of(g: &Graph, n: &Node) -> Option<Conv> {
-        let (Some(Some(x)), Some(Some(w)), Some(&out)) =
-            (n.inputs.first().copied(), n.inputs.get(1).copied(), n.outputs.first())
-        else {
-            return None;
-        };
-        let ty = |v: ValueId| g.value(v).ty.clone();
-        let (tx, tw, to) = (ty(x), ty(w), ty(out));
-        let dtype = tx.dtype?;
-        if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
-            || tw.dtype != Some(dtype)
-            || to.dtype != Some(dtype)
-        {
-            return None;
-        }
-        let (x_shape, w_shape, out_shape) =
-            (tx.shape?.as_fixed()?, tw.shape?.as_fixed()?, to.shape?.as_fixed()?);
-        let groups = u64::try_from(int(n, "feature_group_count")?).ok()?;
-        if groups < 2
-            || int(n, "batch_group_count").unwrap_or(1) != 1
-            || !all_or_absent(n, "lhs_dilation", 1)
-            || !all_or_absent(n, "window_reversal", 0)
-        {
-            return None;
-        }
-        let ib = index(n, "tpuport.input_batch_dimension")?;
-        let ifeat = index(n, "tpuport.input_feature_dimension")?;
-        let kin = index(n, "tpuport.kernel_input_feature_dimension")?;
-        let kout = index(n, "tpuport.kernel_output_feature_dimension")?;
-        let ob = index(n, "tpuport.output_batch_dimension")?;
-        let ofeat = index(n, "tpuport.output_feature_dimension")?;
-        let isp = indices(n, "tpuport.input_spatial_dimensions")?;
-        let ksp = indices(n, "tpuport.kernel_spatial_dimensions")?;
-        let osp = indices(n, "tpuport.output_spatial_dimensions")?;
-        let nsp = isp.len();
-        if ksp.len() != nsp || osp.len() != nsp || x_shape.len() != nsp + 2 {
-            return None;
-        }
+    /// The convolution `n` when it is depthwise with depth multiplier 1 and at most
+    /// [`MAX_TAPS`] taps.
+    fn depthwise(g: &Graph, n: &Node) -> Option<Conv> {
+        let c = Conv::plain(g, n)?;
+        let groups = c.groups;
         // depth multiplier 1: C in = groups = C out, one input feature per group
-        if *x_shape.get(ifeat)? != groups
-            || *w_shape.get(kin)? != 1
-            || *w_shape.get(kout)? != groups
-            || *out_shape.get(ofeat)? != groups
-            || x_shape.get(ib)? != out_shape.get(ob)?
+        if groups < 2
+            || c.x_shape[c.ifeat] != groups
+            || c.w_shape[c.kin] != 1
+            || c.w_shape[c.kout] != groups
+            || c.out_shape[c.ofeat] != groups
         {
             return None;
         }
-        let taps: u64 = ksp.iter().map(|&k| w_shape.get(k).copied().unwrap_or(0)).product();
-        if taps == 0 || taps > MAX_TAPS {
-            return None;
-        }
-        let strides = ints(n, "window_strides").unwrap_or_else(|| vec![1; nsp]);
-        let rhs_dilation = ints(n, "rhs_dilation").unwrap_or_else(|| vec![1; nsp]);
-        let mut pad = ints(n, "padding").unwrap_or_else(|| vec![0; 2 * nsp]);
-        if let [v] = pad[..] {
-            // a splat (`dense<1> : tensor<2x2xi64>`): the same padding on every side
-            pad = vec![v; 2 * nsp];
-        }
-        if strides.len() != nsp
-            || rhs_dilation.len() != nsp
-            || pad.len() != 2 * nsp
-            || strides.iter().chain(&rhs_dilation).any(|&s| s < 1)
-        {
-            return None;
-        }
-        let padding: Vec<(i64, i64)> = pad.chunks(2).map(|p| (p[0], p[1])).collect();
-        // the output extent must be what the window arithmetic gives, or the slices go wrong
-        for j in 0..nsp {
-            let i = i64::try_from(x_shape[isp[j]]).ok()? + padding[j].0 + padding[j].1;
-            let k = i64::try_from(w_shape[ksp[j]]).ok()?;
-            let eff = (k - 1) * rhs_dilation[j] + 1;
-            let o = if i < eff { 0 } else { (i - eff) / strides[j] + 1 };
-            if u64::try_from(o).ok()? != out_shape[osp[j]] || o == 0 {
-                return None;
-            }
-        }
-        Some(Conv {
-            x,
-            w,
-            out,
-            dtype,
-            x_shape,
-            w_shape,
-            out_shape,
-            ib,
-            ifeat,
-            isp,
-            ksp,
-            ob,
-            ofeat,
-            osp,
-            strides,
-            rhs_dilation,
-            padding,
-        })
+        let taps: u64 = c.ksp.iter().map(|&k| c.w_shape[k]).product();
+        (taps > 0 && taps <= MAX_TAPS).then_some(c)
     }
 
-    fn emit(&self, g: &mut Graph, nodes: &mut Vec<Node>, loc: Option<String>) {
+    fn emit_depthwise(&self, g: &mut Graph, nodes: &mut Vec<Node>, loc: Option<String>) {
         let nsp = self.isp.len();
         let rank = nsp + 2;
         let tt = |dims: &[u64]| TensorType::new(self.dtype, Shape::fixed(dims));
@@ -372,25 +219,4 @@ impl Conv {
             });
         }
     }
-}
-
-/// A StableHLO text module as the CPU plugin should compile it: `Some(text)` with its
-/// depthwise convolutions unrolled when it has any, `None` when there is nothing to rewrite (no
-/// grouped convolution, or none that qualifies) or the text does not parse here (the plugin
-/// then compiles the original and reports its own errors).
-#[must_use]
-pub fn for_cpu(text: &str) -> Option<String> {
-    if !may_have_depthwise(text) {
-        return None;
-    }
-    let mut model = tpuport_formats::stablehlo::parse_text(
-        std::path::Path::new("module.mlir"),
-        text,
-        &tpuport_formats::Limits::default(),
-    )
-    .ok()?;
-    if unroll_depthwise(&mut model) == 0 {
-        return None;
-    }
-    tpuport_formats::stablehlo::print_model(&model).ok()
 }
