@@ -28,6 +28,7 @@ pub(crate) fn expression(checker: &mut Checker, expr: &Expr) {
             recompilation::dataloader_without_drop_last::check(checker, call);
             recompilation::distributed_sampler_without_drop_last::check(checker, call);
             recompilation::tf_batch_without_drop_remainder::check(checker, expr, call);
+            recompilation::make_csv_dataset_partial_batch::check(checker, expr, call);
             recompilation::dynamic_padding::check(checker, call);
             recompilation::nonzero_call::check(checker, expr, call);
             recompilation::masked_select_call::check(checker, expr, call);
@@ -58,6 +59,7 @@ pub(crate) fn expression(checker: &mut Checker, expr: &Expr) {
             distribution::xla_backend_without_init_method::check(checker, expr, call);
             input_pipeline::dataloader_num_workers_zero::check(checker, expr, call);
             input_pipeline::tf_data_without_prefetch::check(checker, expr, call);
+            input_pipeline::prefetch_before_batch::check(checker, expr, call);
             input_pipeline::tf_py_function::check(checker, expr, call);
             input_pipeline::keras_compile_without_steps_per_execution::check(checker, expr, call);
             jax::jit_in_loop::check(checker, expr, call);

@@ -105,6 +105,10 @@ pub(crate) struct Semantic {
     /// `(scope, name)`s whose value could not be followed (anything but a dict display or
     /// `dict(...)`).
     opaque_dicts: HashSet<(u32, String)>,
+    /// Assignments of `(scope, name)`, in source order: (end of the statement, whether the value is a
+    /// `tf.data` chain that prefetches after its last batching step, see
+    /// [`crate::rules::input_pipeline::prefetch_before_batch`]).
+    pub(crate) prefetched: HashMap<(u32, String), Vec<(u32, bool)>>,
     /// Bindings per scope.
     pub(crate) scopes: Scopes,
     /// Whether a `device` variable exists.
@@ -220,6 +224,21 @@ impl Semantic {
     #[must_use]
     pub(crate) fn is_imported(&self, name: &str) -> bool {
         self.imports.contains_key(name)
+    }
+
+    /// Whether the last assignment to `name` before `offset`, in the scope that binds it
+    /// there, is a `tf.data` chain ending in `prefetch` after its last batching step.
+    pub(crate) fn prefetched_at(&self, name: &str, offset: u32) -> bool {
+        let here = self.scopes.scope_at(offset);
+        let Some(scope) = self.scopes.lookup_chain(here).find(|s| self.scopes.binds(*s, name))
+        else {
+            return false;
+        };
+        self.prefetched.get(&(scope, name.to_owned())).is_some_and(|v| {
+            let before = v.iter().filter(|(at, _)| *at < offset).next_back();
+            // A function body runs after the module binds its globals: use the last one.
+            before.or_else(|| if scope == here { None } else { v.last() }).is_some_and(|x| x.1)
+        })
     }
 
     /// Whether `call` marks a training / evaluation step.
@@ -654,6 +673,18 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                     && let Some(n) = t.as_name()
                 {
                     let key = (self.sem.scopes.scope_at(stmt.span.start), n.to_owned());
+                    use crate::rules::input_pipeline::prefetch_before_batch::{Scan, scan};
+                    let prefetched = match scan(value) {
+                        Scan::Prefetch(..) => true,
+                        // `ds = ds.shuffle(8)` keeps what `ds` was.
+                        Scan::Root(r) => self.sem.prefetched_at(r, stmt.span.start),
+                        Scan::Other => false,
+                    };
+                    self.sem
+                        .prefetched
+                        .entry(key.clone())
+                        .or_default()
+                        .push((stmt.span.end, prefetched));
                     let mut entries = Vec::new();
                     if dict_entries(value, &mut entries) {
                         self.sem.dicts.entry(key).or_default().extend(entries);

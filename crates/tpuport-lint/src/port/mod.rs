@@ -19,7 +19,7 @@ use tpuport_python::{ParsedModule, Span, parse_module};
 
 use crate::codes::{Rule, RuleStatus};
 use crate::fix::{Applicability, Edit};
-use crate::linter::lint_parsed;
+use crate::linter::{lint_parsed, lint_with_semantic};
 use crate::semantic::Semantic;
 use crate::settings::RuleSet;
 
@@ -78,6 +78,8 @@ impl Target {
                 Rule::KerasLossScaleOptimizer,
                 Rule::TfDataWithoutPrefetch,
                 Rule::KerasCompileWithoutStepsPerExecution,
+                Rule::MakeCsvDatasetPartialBatch,
+                Rule::PrefetchBeforeBatch,
             ],
             Target::Jax => &[Rule::ExperimentalShardMap, Rule::ShardMapCheckRep],
         }
@@ -219,7 +221,7 @@ pub fn port_source_with(
         for r in recipes(target) {
             r(&ctx, &mut proposals, &mut pass_notes);
         }
-        for d in lint_parsed(&current, &parsed, &fix_rules).diagnostics {
+        for d in lint_with_semantic(&current, &parsed, &semantic, &fix_rules).diagnostics {
             if let Some(f) = d.fix.filter(|f| f.applies(Applicability::Unsafe)) {
                 let what = d.help.clone().unwrap_or_else(|| d.message.clone());
                 proposals.push(Proposal {
