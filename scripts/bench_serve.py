@@ -14,7 +14,8 @@ pinned to CPU --server-cpu (1) and the load generator to CPU --load-cpu (0) with
    --runs times per concurrency 1/4/16/64: medians are printed, and the ratios tpuport/Triton
    and tpuport/MLServer of the best requests/s with p99 <= 10 ms (and per concurrency). At
    concurrency 1, tpuport's p50 is compared with `tpuport bench`'s execute p50 on the
-   bucket-1 module (goal: within 200 µs).
+   bucket-1 module (goal: within 200 µs). `--servers tpuport,tpuport-wait` compares tpuport
+   with itself configured `wait_when_idle = true` (the batcher's rule before idle dispatch).
 2. Overload. tpuport (MLP; queue of 256, 20 ms queue deadline) gets 10x its measured
    capacity (open loop over 1000 connections, serve_load example) for --overload-seconds. A
   connection waits for its answer, so what is sent is bounded by how fast the one server core
@@ -225,12 +226,19 @@ def side_by_side(a, tmp):
                              batching(models.BUCKETS).replace(f"max_queue_delay_us = {DELAY_US}",
                                                               "max_queue_delay_us = 0"))
         repo = tpuport_repo(a.fixtures, model, os.path.join(tmp, f"repo-{model}"), batching(models.BUCKETS))
+        # `tpuport-wait`: the same, but the batcher waits for the delay even when idle (Triton's
+        # rule, and tpuport's before idle dispatch): the baseline of the idle-dispatch change.
+        repo_wait = tpuport_repo(a.fixtures, model, os.path.join(tmp, f"repo-wait-{model}"),
+                                 batching(models.BUCKETS, "wait_when_idle = true\n"))
         port0 = a.port + 10 * mi
         procs = {}
         try:
             for i, s in enumerate(servers):
                 port = port0 + 3 * i
-                procs[s] = start_tpuport(a, repo, model, port) if s == "tpuport" else start_peer(a, s, model, port)
+                if s in ("tpuport", "tpuport-wait"):
+                    procs[s] = start_tpuport(a, repo if s == "tpuport" else repo_wait, model, port)
+                else:
+                    procs[s] = start_peer(a, s, model, port)
             if "tpuport" in servers:
                 procs["tpuport-d0"] = start_tpuport(a, repo0, model, port0 + 9)
             for s, p in procs.items():
@@ -253,7 +261,7 @@ def side_by_side(a, tmp):
                     c1["binary"].append(wrk(a, procs["tpuport-d0"].url + "/infer", bin_lua, 1, a.seconds))
                     live = f"http://127.0.0.1:{procs['tpuport-d0'].port}/v2/health/live"
                     c1["floor"].append(wrk(a, live, None, 1, a.seconds))
-            for s in ("tpuport", "tpuport-d0"):
+            for s in ("tpuport", "tpuport-wait", "tpuport-d0"):
                 if s in procs:
                     text = metrics(procs[s].port)
                     check(metric(text, "tpuport_compiles_after_ready_total") == 0,
@@ -276,6 +284,11 @@ def side_by_side(a, tmp):
             best[s] = max(ok) if ok else 0.0
         print("  best req/s with p99 <= 10 ms: " + ", ".join(f"{s} {best[s]:.0f}" for s in servers))
         print(f"  load average of the machine (shared): {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        if "tpuport-wait" in med and "tpuport" in med:
+            print("  idle dispatch (tpuport) / waiting when idle (tpuport-wait), medians: " + ", ".join(
+                f"c={c}: req/s x{med['tpuport'][c]['rps'] / med['tpuport-wait'][c]['rps']:.2f}, "
+                f"p50 {(med['tpuport'][c]['p50'] - med['tpuport-wait'][c]['p50']) * 1e6:+.0f} us"
+                for c in conc))
         for peer, goal in (("triton", 3), ("mlserver", 5)):
             if "tpuport" not in best or peer not in best:
                 continue
@@ -296,6 +309,8 @@ def side_by_side(a, tmp):
             ex = float(m.group(1)) * 1e-6
             print(f"  c=1 vs `tpuport bench` {model}_b1 execute p50 {ex * 1e6:.0f} us (goal: serve p50 within 200 us):")
             rows = [("REST JSON, max_queue_delay 500 us", med["tpuport"][1]["p50"])]
+            if "tpuport-wait" in med:
+                rows.append(("REST JSON, 500 us, wait_when_idle", med["tpuport-wait"][1]["p50"]))
             for kind in ("json", "binary"):
                 if c1[kind]:
                     rows.append((f"REST {kind}, max_queue_delay 0", statistics.median(r["p50"] for r in c1[kind])))

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use tpuport_hw::{Catalog, Chip, Slice};
-use tpuport_model::{DType, Model, ModelFormat, ValueId, ValueKind};
+use tpuport_model::{DType, Dim, Model, ModelFormat, ValueId, ValueKind};
 
 use std::collections::HashSet;
 
@@ -37,6 +37,9 @@ pub struct AuditOptions {
     pub onnx_lowering: Option<crate::findings::LoweringHook>,
     /// Argument roles decided by the caller (`--data-args`); decided by the rules when `None`.
     pub roles: Option<ArgRoles>,
+    /// `--dim NAME=N` as given. ONNX binds them at import; a StableHLO module's shapes are
+    /// static, so the report says which were not applied ([`AuditReport::dims_not_applied`]).
+    pub dims: Vec<(String, u64)>,
     /// The TPU compiler's answer for the slice, when the caller asked libtpu.
     pub compiler: CompilerInput,
 }
@@ -197,8 +200,12 @@ pub struct AuditReport {
     /// The batch the module's shapes hold (differs from `batch` when `--batch` scaled the
     /// per-sample figures of a static module).
     pub module_batch: u64,
-    /// Which arguments are weights, data and state (modules taking weights as arguments).
+    /// Which arguments are weights, data and state (modules taking weights as arguments; for
+    /// ONNX, the graph inputs as data under the rule `onnx-graph`).
     pub roles: Option<ArgRoles>,
+    /// `--dim` bindings a static module could not take (StableHLO shapes are fixed): nothing
+    /// is re-lowered or scaled for them; the notes say why.
+    pub dims_not_applied: Vec<DimNotApplied>,
     /// The slice asked for, if any.
     pub slice: Option<String>,
     /// Summary first.
@@ -219,6 +226,50 @@ pub struct AuditReport {
     pub compiler: Option<CompilerCheck>,
     /// Things the reader should know about the figures.
     pub notes: Vec<String>,
+}
+
+/// A `--dim NAME=N` the module's static shapes could not take.
+#[derive(Clone, Debug, Serialize)]
+pub struct DimNotApplied {
+    /// The name given.
+    pub name: String,
+    /// The value given.
+    pub value: u64,
+    /// The module's own size of that dimension, when tpuport knows it (the sequence of token
+    /// inputs, from the argument roles).
+    pub module: Option<u64>,
+}
+
+/// Names `--dim` may give the sequence length of token inputs.
+const SEQUENCE_NAMES: &[&str] =
+    &["sequence", "seq", "seq_len", "seqlen", "sequence_length", "seq_length", "tokens"];
+
+/// The `--dim` bindings of a StableHLO module (whose shapes are static) with the note for each:
+/// the sequence is known from the roles (dim 1 of the token ids) but cannot be re-lowered, and
+/// is not scaled (attention grows faster than linearly with it); other names bind nothing.
+fn static_dims(dims: &[(String, u64)], roles: &ArgRoles) -> (Vec<DimNotApplied>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for (name, value) in dims {
+        let is_seq = SEQUENCE_NAMES.contains(&name.to_ascii_lowercase().as_str());
+        let module = if is_seq { roles.sequence } else { None };
+        if module == Some(*value) {
+            continue; // what the module already holds
+        }
+        notes.push(match module {
+            Some(s) => format!(
+                "--dim {name}={value} not applied: the module's shapes are static at sequence {s} (dim 1 of the token ids) and cannot be re-lowered here; every figure is at sequence {s}, none is scaled (attention cost grows faster than the sequence): re-export the module at sequence {value}"
+            ),
+            None if is_seq => format!(
+                "--dim {name}={value} not applied: the module's shapes are static and no token-id argument gives its sequence; every figure is at the module's own shapes: re-export it at the shape you want"
+            ),
+            None => format!(
+                "--dim {name}={value} not applied: a StableHLO module's shapes are static (no symbolic dimension to bind); every figure is at the module's own shapes: re-export it at the shape you want"
+            ),
+        });
+        out.push(DimNotApplied { name: name.clone(), value: *value, module });
+    }
+    (out, notes)
 }
 
 /// The leading dimension of the first input with a static shape (the batch the model was bound
@@ -348,10 +399,14 @@ pub fn audit(
         .roles
         .clone()
         .unwrap_or_else(|| roles::assign(model, &RoleOptions::default()).unwrap_or_default());
-    // Weights passed as arguments: StableHLO, or any graph without stored weights.
-    let by_args =
-        matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
-            || !model.graph.values.iter().any(|v| matches!(v.kind, ValueKind::Weight(_)));
+    // Weights passed as arguments: StableHLO, or a graph without stored weights that is not
+    // ONNX (an ONNX model without initializers keeps its coefficients in attributes:
+    // LinearClassifier, TreeEnsemble; its inputs are data all the same).
+    let stablehlo =
+        matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode);
+    let onnx = model.format == ModelFormat::Onnx;
+    let by_args = stablehlo
+        || (!onnx && !model.graph.values.iter().any(|v| matches!(v.kind, ValueKind::Weight(_))));
     let resident: HashSet<ValueId> = if by_args {
         roles.args.iter().filter(|a| a.role != Role::Data).map(|a| a.id).collect()
     } else {
@@ -365,7 +420,20 @@ pub fn audit(
     let module_batch = if by_args {
         roles.batch.unwrap_or(1).max(1)
     } else {
-        opts.batch.unwrap_or_else(|| detect_batch(model, &memory.param_names))
+        // `--batch` binds a symbolic leading dim at import; an input static at another batch
+        // keeps its own (the figures are then scaled, and the note says so). Other dims may
+        // stay symbolic (a sequence not bound).
+        let leading: Vec<Option<u64>> = model
+            .graph
+            .inputs
+            .iter()
+            .filter_map(|i| model.graph.value(*i).ty.shape.as_ref()?.0.first().map(Dim::known))
+            .collect();
+        match opts.batch {
+            Some(b) if leading.contains(&Some(b)) || leading.iter().all(Option::is_none) => b,
+            Some(_) => leading.iter().flatten().next().copied().unwrap_or(1).max(1),
+            None => detect_batch(model, &memory.param_names),
+        }
     };
     let batch = opts.batch.unwrap_or(module_batch);
     #[allow(clippy::cast_precision_loss, reason = "ratio")]
@@ -586,10 +654,19 @@ pub fn audit(
     }
     notes.extend(memory.notes.iter().cloned());
     if batch != module_batch {
-        notes.push(format!(
-            "the module's shapes are static at batch {module_batch}: it cannot be re-lowered at batch {batch} here (re-export it, or use `tpuport lower` on an ONNX model); per-sample FLOPs, bytes and activation memory are scaled from batch {module_batch}"
-        ));
+        notes.push(if onnx {
+            format!(
+                "the model's inputs are static at batch {module_batch} (--batch binds only a symbolic leading dim): per-sample FLOPs, bytes and activation memory are scaled from batch {module_batch}; to analyse the graph itself at batch {batch}, give each input's shape with --input-shape NAME={batch}x..."
+            )
+        } else {
+            format!(
+                "the module's shapes are static at batch {module_batch}: it cannot be re-lowered at batch {batch} here (re-export it, or use `tpuport lower` on an ONNX model); per-sample FLOPs, bytes and activation memory are scaled from batch {module_batch}"
+            )
+        });
     }
+    let (dims_not_applied, dim_notes) =
+        if stablehlo { static_dims(&opts.dims, &roles) } else { (Vec::new(), Vec::new()) };
+    notes.extend(dim_notes);
     if by_args {
         notes.extend(roles.notes.iter().cloned());
     }
@@ -611,7 +688,8 @@ pub fn audit(
         optimizer: opts.optimizer,
         batch,
         module_batch,
-        roles: by_args.then_some(roles),
+        roles: (by_args || onnx).then_some(roles),
+        dims_not_applied,
         slice: opts.slice.as_ref().map(|s| s.accelerator_type.clone()),
         summary: Summary {
             chip: head.clone(),

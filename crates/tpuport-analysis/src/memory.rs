@@ -511,7 +511,9 @@ fn params(
         roles.with(role).map(|a| a.id.0 as usize).filter(|&v| v < flat.values.len()).collect()
     };
     let mut state = Vec::new();
-    let (ids, rule) = if weights.is_empty()
+    // An ONNX graph's weights are its initializers even when it has none (coefficients held
+    // in attributes): its inputs are data, never parameters.
+    let (ids, rule) = if weights.is_empty() && model.format != ModelFormat::Onnx
         || matches!(model.format, ModelFormat::StablehloText | ModelFormat::StablehloBytecode)
     {
         state = arg_ids(ArgRole::State);

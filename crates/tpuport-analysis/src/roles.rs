@@ -31,6 +31,9 @@
 //!     data argument are weights and arguments after the last weight are data; with no data
 //!     argument found, the last argument is the data.
 //!
+//! An ONNX graph needs none of these: its inputs are the data and its initializers the weights
+//! ([`Rule::OnnxGraph`], reported as `onnx-graph`; `--data-args` still applies first).
+//!
 //! The batch is the most common leading dimension of the data arguments; the sequence is the
 //! second dimension of an integer data argument of rank 2 (token ids).
 
@@ -38,7 +41,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::Serialize;
-use tpuport_model::{Attr, DType, Graph, Model, Node, ValueId};
+use tpuport_model::{Attr, DType, Graph, Model, ModelFormat, Node, ValueId, ValueKind};
 
 use crate::taxonomy;
 
@@ -100,6 +103,8 @@ pub enum Rule {
     ManyLayers,
     /// Where it sits in the signature.
     Position,
+    /// An ONNX graph: its inputs are the data, its initializers the weights.
+    OnnxGraph,
 }
 
 impl Rule {
@@ -119,6 +124,9 @@ impl Rule {
             Rule::Broadcast => "broadcast onto activations (bias, scale)",
             Rule::ManyLayers => "float argument read by many non-weight ops",
             Rule::Position => "position: JAX passes the parameters before the data",
+            Rule::OnnxGraph => {
+                "onnx-graph: an ONNX model's graph inputs are data, its initializers the weights"
+            }
         }
     }
 }
@@ -178,9 +186,23 @@ pub struct RoleTotal {
     pub bytes: u64,
 }
 
+/// Where a model keeps its weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightsIn {
+    /// Function arguments (StableHLO from JAX, Keras, Flax): the rules decide which.
+    #[default]
+    Arguments,
+    /// ONNX initializers: every graph input is data.
+    Initializers,
+}
+
 /// Every argument's role, and the batch and sequence they give.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ArgRoles {
+    /// Where the weights are: arguments, or ONNX initializers (then `weights` counts the float
+    /// initializers of rank >= 1, and `args` holds only the graph inputs).
+    pub weights_in: WeightsIn,
     /// Per argument, in signature order.
     pub args: Vec<ArgRole>,
     /// Weights.
@@ -765,6 +787,9 @@ fn rule_position(
 /// A `--data-args` selector that names no argument.
 pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgument> {
     let g = &model.graph;
+    // ONNX keeps its weights in initializers: no rule is needed, and reading every use of
+    // every input of a large graph would be wasted.
+    let onnx = model.format == ModelFormat::Onnx;
     let args: HashMap<ValueId, usize> = g.inputs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
     let mut readers = Readers { model, by_graph: HashMap::new() };
     let mut cands: Vec<Cand<'_>> = Vec::with_capacity(g.inputs.len());
@@ -778,7 +803,7 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             name: arg_name(g, i),
             dtype: val.ty.dtype,
             shape: val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed),
-            uses: readers.uses(g, *v, &args),
+            uses: if onnx { Vec::new() } else { readers.uses(g, *v, &args) },
             attrs,
             decided: None,
         });
@@ -803,8 +828,12 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             c.decided = Some((r, Rule::User));
             continue;
         }
-        let by_rules = rule_unused(c)
-            .map(|r| (r, Rule::Unused))
+        let by_rules = if onnx {
+            Some((rule_onnx_graph(&g.value(g.inputs[c.index]).kind), Rule::OnnxGraph))
+        } else {
+            rule_unused(c).map(|r| (r, Rule::Unused))
+        };
+        let by_rules = by_rules
             .or_else(|| c.name.as_deref().and_then(rule_name).map(|r| (r, Rule::Name)))
             .or_else(|| rule_aliasing(c).map(|r| (r, Rule::Aliasing)))
             .or_else(|| rule_weight_side(c).map(|r| (r, Rule::WeightSide)))
@@ -833,7 +862,31 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             c.decided = Some((rule_position(c.index, first_data, last_weight, n), Rule::Position));
         }
     }
-    Ok(finish(g, cands))
+    let mut out = finish(g, cands);
+    if onnx {
+        out.weights_in = WeightsIn::Initializers;
+        out.batch_from = out.batch_from.map(|f| f.replacen("data argument", "graph input", 1));
+        out.weights = RoleTotal::default();
+        for v in &g.values {
+            if matches!(v.kind, ValueKind::Weight(_))
+                && v.ty.dtype.is_some_and(DType::is_float)
+                && let Some(shape) = v.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed)
+                && !shape.is_empty()
+            {
+                out.weights.args += 1;
+                out.weights.elements =
+                    out.weights.elements.saturating_add(crate::cost::sat(&shape));
+                out.weights.bytes = out.weights.bytes.saturating_add(v.ty.byte_size().unwrap_or(0));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// An ONNX graph input is data; initializers are the weights (they are not graph inputs; an
+/// input of the stored-weight kind, from an importer that lists both, is a weight).
+fn rule_onnx_graph(kind: &ValueKind) -> Role {
+    if matches!(kind, ValueKind::Weight(_)) { Role::Weight } else { Role::Data }
 }
 
 fn finish(g: &Graph, cands: Vec<Cand<'_>>) -> ArgRoles {

@@ -65,6 +65,9 @@ pub struct BatchOptions {
     pub output: PathBuf,
     /// Buckets to lower an ONNX model at (default `[8]`).
     pub buckets: Vec<u64>,
+    /// The data arguments of a StableHLO module (`--data-args`, by position or name); empty:
+    /// the argument roles decide (see `tpuport_serve::OpenOptions::data_args`).
+    pub data_args: Vec<String>,
     /// Rows per execution: one of the model's buckets (default the largest).
     pub batch: Option<usize>,
     /// Rows per output part (rounded up to a multiple of the batch).
@@ -100,6 +103,7 @@ impl BatchOptions {
             input,
             output,
             buckets: Vec::new(),
+            data_args: Vec::new(),
             batch: None,
             rows_per_part: 1024,
             image: ImageOptions::default(),
@@ -251,6 +255,7 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
         buckets: opts.buckets.clone(),
         plugin: opts.plugin.clone(),
         cache: opts.cache.clone(),
+        data_args: opts.data_args.clone(),
     };
     let model = tpuport_serve::open_model(&opts.model, &client, &open)?;
     if !model.batched {

@@ -3,9 +3,10 @@
 //! Usual places, in preference order: libtpu (`$TPU_LIBRARY_PATH`, `libtpu/libtpu.so` in a
 //! searched site-packages, system library dirs), the CUDA plugin
 //! (`jax_plugins/xla_cuda12/xla_cuda_plugin.so`), the CPU plugin
-//! (`xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so`). The site-packages searched, in order, are
-//! listed by [`search_places`]: the environment the binary was installed into by pip first,
-//! so that `pip install tpuport[cpu]` works with no environment variable set.
+//! (`xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so`), and last a libtpu that `make libtpu`
+//! unpacked ([`libtpu_places`]). The site-packages searched, in order, are listed by
+//! [`search_places`]: the environment the binary was installed into by pip first, so that
+//! `pip install tpuport[cpu]` works with no environment variable set.
 
 use std::path::{Path, PathBuf};
 
@@ -102,12 +103,68 @@ pub fn discover(explicit: Option<&Path>) -> Vec<Found> {
         candidates.extend(in_sites(rel));
     }
     candidates.extend(in_sites(CPU));
+    // Last: a libtpu unpacked by `make libtpu`. It is there for the TPU compiler (`compile`,
+    // `audit --compiler`, which look for libtpu by kind), and after the CPU plugin so that
+    // `run` and `bench` on a machine without a TPU keep taking the CPU plugin.
+    for place in libtpu_places() {
+        if let Some(lib) = newest_unpacked_libtpu(&place.path) {
+            candidates.push((lib, place.why));
+        }
+    }
     for (c, why) in candidates {
         if c.is_file() {
             push(c, &why);
         }
     }
     out
+}
+
+/// Folders holding libtpu versions unpacked by `make libtpu` (`scripts/libtpu_fetch.sh`) as
+/// `<folder>/<version>/libtpu/libtpu.so`, in the order [`discover`] searches them (the newest
+/// version in each):
+///
+/// 1. `.cache/libtpu` in the current directory or the nearest parent that has one (a tpuport
+///    checkout, where `make libtpu` links it), else `<current directory>/.cache/libtpu`;
+/// 2. `tpuport/libtpu` in the user cache (`$XDG_CACHE_HOME`, else `~/.cache`), where
+///    `make libtpu` unpacks it so that every checkout on the machine shares one copy.
+///
+/// Listed whether or not they exist (`tpuport doctor` shows them as the places to put one).
+#[must_use]
+pub fn libtpu_places() -> Vec<Place> {
+    let mut out = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        let rel = Path::new(".cache").join("libtpu");
+        let found = cwd.ancestors().map(|d| d.join(&rel)).find(|p| p.is_dir());
+        let path = found.unwrap_or_else(|| cwd.join(&rel));
+        let project = path.parent().and_then(Path::parent).unwrap_or(&path);
+        let why = format!(".cache/libtpu in {} (make libtpu)", project.display());
+        out.push(Place { path, why });
+    }
+    let cache = non_empty_var(EnvVars::XDG_CACHE_HOME)
+        .map(PathBuf::from)
+        .or_else(|| non_empty_var(EnvVars::HOME).map(|h| PathBuf::from(h).join(".cache")));
+    if let Some(c) = cache {
+        out.push(Place {
+            path: c.join("tpuport").join("libtpu"),
+            why: "tpuport's user cache (make libtpu)".to_owned(),
+        });
+    }
+    out
+}
+
+/// `<dir>/<version>/libtpu/libtpu.so` for the highest numeric `<version>` (`0.0.52`) that has
+/// one.
+fn newest_unpacked_libtpu(dir: &Path) -> Option<PathBuf> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    rd.filter_map(std::result::Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let version: Option<Vec<u64>> = name.split('.').map(|n| n.parse().ok()).collect();
+            let lib = e.path().join(LIBTPU);
+            Some((version?, lib)).filter(|(_, l)| l.is_file())
+        })
+        .max()
+        .map(|(_, lib)| lib)
 }
 
 /// The plugin to use: the explicit one, else the first found.
@@ -153,13 +210,15 @@ fn searched_places() -> String {
     ];
     v.extend(search_places().iter().map(|p| format!("{} ({})", p.path.display(), p.why)));
     v.push("/usr/lib, /usr/local/lib, /lib".into());
+    v.extend(libtpu_places().iter().map(|p| format!("{} ({})", p.path.display(), p.why)));
     v.join(", ")
 }
 
-/// A Python site-packages directory that discovery searches, and why it is on the list.
+/// A directory that discovery searches (a Python site-packages, or a folder of libtpu versions
+/// from [`libtpu_places`]), and why it is on the list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Place {
-    /// The site-packages (or dist-packages) directory.
+    /// The site-packages (or dist-packages) directory, or the libtpu folder.
     pub path: PathBuf,
     /// Why it is searched: `next to the binary`, `$VIRTUAL_ENV`, `python3 on PATH (…)`, …
     pub why: String,

@@ -57,8 +57,8 @@ pub use cache::{CacheStatus, Compiled, ExecutableCache};
 pub use client::{Client, ProgramRewrite, set_cpu_program_rewrite};
 pub use device::{Device, DeviceDescription, DeviceMemoryStats};
 pub use discover::{
-    Found, Place, PluginKind, discover, find, find_cpu, python, search_places, site_packages,
-    tpu_hardware_present,
+    Found, Place, PluginKind, discover, find, find_cpu, libtpu_places, python, search_places,
+    site_packages, tpu_hardware_present,
 };
 pub use env::{EnvVars, libtpu_offline_env};
 pub use error::{ErrorCode, PjrtError, Result};

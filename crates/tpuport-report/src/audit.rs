@@ -64,6 +64,15 @@ pub fn render_text(r: &AuditReport, paint: Paint) -> String {
             r.module_batch, r.batch
         );
     }
+    for d in &r.dims_not_applied {
+        let _ = writeln!(
+            o,
+            "  --dim {}={} not applied: the module's shapes are static{} (see the note)",
+            d.name,
+            d.value,
+            d.module.map(|m| format!(" at {} {m}", d.name)).unwrap_or_default()
+        );
+    }
     if let Some(roles) = &r.roles {
         arguments(&mut o, roles);
     }
@@ -94,16 +103,27 @@ pub fn render_text(r: &AuditReport, paint: Paint) -> String {
 
 /// The argument roles in three lines: counts, where the batch came from, tied tables.
 pub(crate) fn arguments(o: &mut String, roles: &tpuport_analysis::roles::ArgRoles) {
-    let _ = writeln!(
-        o,
-        "arguments: {} weight ({} parameters, {}), {} data, {} state ({} elements)",
-        roles.weights.args,
-        si(roles.weights.elements),
-        bytes(roles.weights.bytes),
-        roles.data.args,
-        roles.state.args,
-        si(roles.state.elements)
-    );
+    if roles.weights_in == tpuport_analysis::roles::WeightsIn::Initializers {
+        let _ = writeln!(
+            o,
+            "inputs: {} data (the graph inputs); weights: {} initializers ({} parameters, {})",
+            roles.data.args,
+            roles.weights.args,
+            si(roles.weights.elements),
+            bytes(roles.weights.bytes)
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "arguments: {} weight ({} parameters, {}), {} data, {} state ({} elements)",
+            roles.weights.args,
+            si(roles.weights.elements),
+            bytes(roles.weights.bytes),
+            roles.data.args,
+            roles.state.args,
+            si(roles.state.elements)
+        );
+    }
     if let Some(b) = roles.batch {
         let _ = writeln!(
             o,
@@ -480,6 +500,7 @@ mod tests {
             slice: slice.map(|s| catalog.slice(s).unwrap()),
             onnx_lowering: None,
             roles: None,
+            dims: Vec::new(),
             compiler,
         };
         let found = audit::findings(&model, &opts);

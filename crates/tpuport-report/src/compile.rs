@@ -43,12 +43,19 @@ pub fn render_text(r: &CompileReport) -> String {
         },
         r.compile_ms
     ));
-    s.push_str(&format!(
-        "  compiler: libtpu {} (PJRT API {}; {})\n",
-        r.compiler.version.as_deref().unwrap_or("(version unknown)"),
-        r.compiler.pjrt_api,
-        r.compiler.build
-    ));
+    if r.target == tpuport_validate::compile::CPU_TARGET {
+        s.push_str(&format!(
+            "  compiler: PJRT CPU plugin {} (PJRT API {}; {})\n",
+            r.compiler.path, r.compiler.pjrt_api, r.compiler.build
+        ));
+    } else {
+        s.push_str(&format!(
+            "  compiler: libtpu {} (PJRT API {}; {})\n",
+            r.compiler.version.as_deref().unwrap_or("(version unknown)"),
+            r.compiler.pjrt_api,
+            r.compiler.build
+        ));
+    }
     let d = &r.per_device;
     s.push_str("\nmemory per device\n");
     let mut t = Table::new(&["", "bytes", ""], &[Align::Left, Align::Right, Align::Right]);

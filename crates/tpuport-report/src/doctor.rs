@@ -78,6 +78,10 @@ pub struct DoctorReport {
     pub plugins: Vec<PluginReport>,
     /// The site-packages searched for plugins, in order, with the reason for each.
     pub searched: Vec<tpuport_pjrt::Place>,
+    /// The folders searched, after every plugin above, for a libtpu that `make libtpu`
+    /// unpacked (`<folder>/<version>/libtpu/libtpu.so`), whether or not they exist (the reason
+    /// then ends with `, not present`).
+    pub libtpu_searched: Vec<tpuport_pjrt::Place>,
     /// `python`, `executable` and one version (or null) per package, when Python answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<serde_json::Value>,
@@ -134,6 +138,14 @@ pub fn render_text(r: &DoctorReport, packages: &[&str], paint: Paint) -> String 
     for place in &r.searched {
         let _ = writeln!(s, "  {} ({})", place.path.display(), place.why);
     }
+    if !r.libtpu_searched.is_empty() {
+        let heading =
+            "Searched for libtpu from `make libtpu` (<folder>/<version>/libtpu/libtpu.so), then:";
+        let _ = writeln!(s, "{}", paint.paint(heading, Style::Bold));
+    }
+    for place in &r.libtpu_searched {
+        let _ = writeln!(s, "  {} ({})", place.path.display(), place.why);
+    }
     if let Some(py) = &r.python {
         let version = py.get("python").and_then(|v| v.as_str()).unwrap_or("?");
         let _ = writeln!(s, "{}", paint.paint(&format!("Python {version}:"), Style::Bold));
@@ -167,6 +179,10 @@ mod tests {
                 path: "/home/u/.local/lib/python3.11/site-packages".into(),
                 why: "user site".into(),
             }],
+            libtpu_searched: vec![tpuport_pjrt::Place {
+                path: "/nonexistent/.cache/libtpu".into(),
+                why: ".cache/libtpu in /nonexistent (make libtpu), not present".into(),
+            }],
             python: Some(serde_json::json!({"python": "3.11.2", "jax": "0.7.0", "jaxlib": null})),
             versions: vec![],
             notes: vec!["a note".into()],
@@ -176,11 +192,19 @@ mod tests {
             text,
             "PJRT plugins (tpuport's declarations: PJRT API 0.94):\n  /x/libtpu.so [Tpu, user site]\n    error: no such file\n\
              Searched site-packages, in order:\n  /home/u/.local/lib/python3.11/site-packages (user site)\n\
+             Searched for libtpu from `make libtpu` (<folder>/<version>/libtpu/libtpu.so), then:\n  \
+             /nonexistent/.cache/libtpu (.cache/libtpu in /nonexistent (make libtpu), not present)\n\
              Python 3.11.2:\n  jax              0.7.0\n  jaxlib           -\nnote: a note\n"
         );
         assert_eq!(strip_ansi(&render_text(&r, &["jax", "jaxlib"], Paint::new(true))), text);
-        let none =
-            DoctorReport { plugins: vec![], searched: vec![], python: None, notes: vec![], ..r };
+        let none = DoctorReport {
+            plugins: vec![],
+            searched: vec![],
+            libtpu_searched: vec![],
+            python: None,
+            notes: vec![],
+            ..r
+        };
         assert!(render_text(&none, &[], Paint::PLAIN).contains(
             "  none found\nSearched site-packages, in order:\n  none found\nPython: not found\n"
         ));

@@ -1,7 +1,9 @@
 //! The per-model batcher: a bounded priority queue and `instances` worker threads.
 //!
-//! A worker waits until the queued rows fill the largest bucket or the oldest request has
-//! waited `max_queue_delay`, takes rows in priority then arrival order (splitting a request
+//! A worker dispatches at once when no execution of the model is in flight (there is nothing
+//! to overlap with: waiting would only add the delay to a lone request); while one is, it
+//! waits until the queued rows fill the largest bucket or the oldest request has waited
+//! `max_queue_delay` (`wait_when_idle = true` restores Triton's rule: always wait), takes rows in priority then arrival order (splitting a request
 //! larger than the largest bucket over several batches), pads them into the smallest bucket
 //! that fits, uploads, executes, downloads and hands each request its rows. Several workers
 //! give several executions in flight on the device. Nothing compiles here: every bucket was
@@ -114,6 +116,8 @@ pub(crate) struct Knobs {
     pub(crate) instances: usize,
     pub(crate) levels: usize,
     pub(crate) default_level: usize,
+    /// Wait for `max_delay` even when nothing is executing.
+    pub(crate) wait_when_idle: bool,
 }
 
 struct QState {
@@ -328,7 +332,10 @@ fn next_batch(s: &Shared) -> Option<Vec<Piece>> {
         let oldest = st.levels.iter().filter_map(|l| l.front()).map(|i| i.enqueued).min();
         let now = Instant::now();
         let due = oldest.map_or(now, |t| t + s.knobs.max_delay);
-        if st.rows >= max_rows || now >= due || st.closed || !s.model.batched {
+        // Nothing executing: a batch now costs no overlap, and the requests that arrive while
+        // it runs form the next one.
+        let idle = st.inflight == 0 && !s.knobs.wait_when_idle;
+        if st.rows >= max_rows || now >= due || st.closed || !s.model.batched || idle {
             break;
         }
         st = s.cv.wait_timeout(st, due - now).unwrap_or_else(PoisonError::into_inner).0;

@@ -22,12 +22,17 @@
 //!
 //! [batching]
 //! buckets = [1, 8, 32]            # compiled sizes of the leading (batch) dimension
-//! max_queue_delay_us = 500        # wait this long for more requests before running a batch
+//! max_queue_delay_us = 500        # while a batch executes, wait this long for more requests
+//! wait_when_idle = false          # true: wait even when nothing executes (Triton's rule)
 //! max_queue_size = 256            # queued requests; more are refused with 503 + Retry-After
 //! default_timeout_ms = 0          # 0: none; a request's `timeout` parameter may only lower it
 //! instances = 2                   # executions in flight at once for this model
 //! priority_levels = 2             # request parameter `priority`: 1 (highest) … levels
 //! default_priority = 2
+//!
+//! [executables]                   # optional: executables saved by `tpuport compile --save`
+//! files = { "1" = "exe/mlp_b1.pjrt", "32" = "exe/mlp_b32.pjrt" }   # bucket → file (+ FILE.json)
+//! only = false                    # true: never compile; a missing or stale executable fails the model
 //! ```
 
 use std::collections::BTreeMap;
@@ -126,6 +131,24 @@ pub struct ModelConfig {
     /// Batching.
     #[serde(default)]
     pub batching: Batching,
+    /// Executables saved by `tpuport compile --save`, loaded instead of compiling.
+    #[serde(default)]
+    pub executables: Option<Executables>,
+}
+
+/// Saved executables (`[executables]`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Executables {
+    /// Bucket size (`"none"` for an unbatched model) → executable file; its manifest is the
+    /// same path with `.json` appended. Buckets not listed are compiled.
+    pub files: BTreeMap<String, String>,
+    /// `true`: every bucket must have a saved executable that matches the running plugin and
+    /// the program; anything else fails the model. `false` (default): a stale executable (made
+    /// by another plugin build, for another platform or device kind, with other compile
+    /// options, or from another program) is reported and its bucket compiled instead.
+    #[serde(default)]
+    pub only: bool,
 }
 
 fn one() -> String {
@@ -179,9 +202,14 @@ pub struct Batching {
     /// Bucket sizes of the leading dimension, each compiled at start.
     #[serde(default)]
     pub buckets: Vec<u64>,
-    /// How long the oldest queued request may wait for more rows, in microseconds.
+    /// How long the oldest queued request may wait for more rows, in microseconds, while an
+    /// execution of the model is in flight (when none is, the batch runs at once).
     #[serde(default)]
     pub max_queue_delay_us: u64,
+    /// Wait up to `max_queue_delay_us` even when no execution is in flight (Triton's and TF
+    /// Serving's rule; default false: an idle model runs a request at once).
+    #[serde(default)]
+    pub wait_when_idle: bool,
     /// Queued requests at most (0: 1024).
     #[serde(default)]
     pub max_queue_size: usize,
@@ -208,6 +236,7 @@ impl Default for Batching {
         Batching {
             buckets: Vec::new(),
             max_queue_delay_us: 0,
+            wait_when_idle: false,
             max_queue_size: 0,
             default_timeout_ms: 0,
             instances: 1,
@@ -281,6 +310,17 @@ impl ModelConfig {
                 path,
                 "batching.max_queue_delay_us: more than 10 s is not a batching delay",
             ));
+        }
+        if let Some(x) = &self.executables {
+            for k in x.files.keys() {
+                let ok = k == "none" || k.parse::<u64>().is_ok_and(|n| n > 0);
+                if !ok {
+                    return Err(ServeError::config(
+                        path,
+                        format!("executables.files: key {k:?} is not a bucket size (or \"none\")"),
+                    ));
+                }
+            }
         }
         if let ModelSource::Stablehlo { modules, args, .. } = &self.model {
             if modules.is_empty() {

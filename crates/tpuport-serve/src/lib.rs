@@ -18,6 +18,7 @@ pub mod metrics;
 mod model;
 pub mod repo;
 mod rest;
+mod saved;
 mod server;
 mod standalone;
 mod state;
@@ -25,7 +26,7 @@ pub mod wire;
 
 pub use config::{Limits, ModelConfig, ServeOptions};
 pub use error::{ErrorKind, InferError, ServeError};
-pub use model::{Model, TensorSig};
+pub use model::{ExeSource, Model, TensorSig};
 pub use rest::HEADER_LENGTH;
 pub use server::{app, serve, serve_blocking, serve_state, shutdown_signal};
 pub use standalone::{OpenOptions, client, open_model};

@@ -158,6 +158,8 @@ pub mod names {
     pub const REJECTIONS: &str = "tpuport_rejections_total";
     /// Executables obtained at load, by cache status.
     pub const COMPILE_CACHE: &str = "tpuport_compile_cache_total";
+    /// Programs compiled at load (not taken from the executable cache or a saved executable).
+    pub const COMPILES: &str = "tpuport_compiles_total";
     /// Seconds to compile or load each bucket.
     pub const COMPILE_SECONDS: &str = "tpuport_compile_seconds";
     /// Programs compiled or loaded after the server turned ready.
@@ -229,8 +231,14 @@ impl Registry {
         );
         r.declare(
             COMPILE_CACHE,
-            "Executables obtained at load, by executable-cache status.",
+            "Executables obtained at load: saved, or by executable-cache status.",
             &["model", "status"],
+            Kind::Counter,
+        );
+        r.declare(
+            COMPILES,
+            "Programs compiled at load (not from the executable cache or a saved executable).",
+            &["model"],
             Kind::Counter,
         );
         r.declare(

@@ -12,6 +12,7 @@ use tpuport_pjrt::{
 use crate::error::{InferError, ServeError};
 use crate::metrics::{Registry, names};
 use crate::repo::{ArgPlan, Plan};
+use crate::saved::Refusal;
 use crate::wire;
 
 /// One input or output as clients see it.
@@ -51,6 +52,31 @@ pub(crate) struct Bucket {
     pub(crate) rows: usize,
     pub(crate) label: String,
     pub(crate) exe: LoadedExecutable,
+    /// How the executable was obtained.
+    pub(crate) source: ExeSource,
+}
+
+/// How a bucket's executable was obtained at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExeSource {
+    /// Deserialized from an executable saved by `tpuport compile --save`.
+    Saved,
+    /// Deserialized from the executable cache.
+    CacheHit,
+    /// Compiled.
+    Compiled,
+}
+
+impl ExeSource {
+    /// `saved`, `cache hit`, `compiled`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExeSource::Saved => "saved",
+            ExeSource::CacheHit => "cache hit",
+            ExeSource::Compiled => "compiled",
+        }
+    }
 }
 
 /// A model ready to execute.
@@ -73,6 +99,8 @@ pub struct Model {
     pub(crate) weights: Vec<Buffer>,
     pub(crate) device: Device,
     pub(crate) client: Client,
+    /// Warnings of the load (a stale saved executable compiled instead), for the reporter.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Turns a plan into executables and device buffers.
@@ -151,32 +179,57 @@ pub(crate) fn load(
     metrics.gauge(names::WEIGHT_BYTES, &[&name]).set(i64::try_from(weight_bytes).unwrap_or(0));
     drop(plan.weights);
     let mut buckets = Vec::new();
+    let mut warnings = Vec::new();
+    let running = (!plan.saved.is_empty()).then(|| crate::saved::Running::of(client));
     for b in plan.buckets {
-        let program = Program::mlir(b.program);
-        let opts = CompileOptions::default();
-        let label = b.size.map_or_else(|| "none".to_owned(), |s| s.to_string());
+        let label = b.label();
         let t = Instant::now();
-        let (exe, status) = match cache {
-            Some(c) => {
-                let got = c
-                    .get_or_compile(client, &program, &opts)
-                    .map_err(|e| err(format!("compiling {}: {e}", b.origin)))?;
-                (got.executable, got.status)
+        let mut loaded = None;
+        if let (Some(file), Some(running)) = (plan.saved.get(&label), &running) {
+            match crate::saved::load(client, running, file, &b.program) {
+                Ok(exe) => loaded = Some(exe),
+                Err(Refusal::Stale(why)) if !plan.saved_only => warnings.push(format!(
+                    "bucket {label}: {why}; compiling it instead (set [executables] only = true \
+                     to refuse)"
+                )),
+                Err(Refusal::Stale(why) | Refusal::Broken(why)) => {
+                    return Err(err(format!("bucket {label}: {why}")));
+                }
             }
-            None => (
-                client
-                    .compile(&program, &opts)
-                    .map_err(|e| err(format!("compiling {}: {e}", b.origin)))?,
-                CacheStatus::Disabled,
-            ),
-        };
-        let status = match status {
-            CacheStatus::Hit => "hit",
-            CacheStatus::Miss => "miss",
-            CacheStatus::Disabled => "disabled",
-            CacheStatus::WriteFailed(_) => "write_failed",
+        }
+        let (exe, status, source) = match loaded {
+            Some(exe) => (exe, "saved", ExeSource::Saved),
+            None => {
+                let program = Program::mlir(b.program);
+                let opts = CompileOptions::default();
+                let (exe, status) = match cache {
+                    Some(c) => {
+                        let got = c
+                            .get_or_compile(client, &program, &opts)
+                            .map_err(|e| err(format!("compiling {}: {e}", b.origin)))?;
+                        (got.executable, got.status)
+                    }
+                    None => (
+                        client
+                            .compile(&program, &opts)
+                            .map_err(|e| err(format!("compiling {}: {e}", b.origin)))?,
+                        CacheStatus::Disabled,
+                    ),
+                };
+                let (status, source) = match status {
+                    CacheStatus::Hit => ("hit", ExeSource::CacheHit),
+                    CacheStatus::Miss => ("miss", ExeSource::Compiled),
+                    CacheStatus::Disabled => ("disabled", ExeSource::Compiled),
+                    CacheStatus::WriteFailed(_) => ("write_failed", ExeSource::Compiled),
+                };
+                (exe, status, source)
+            }
         };
         metrics.counter(names::COMPILE_CACHE, &[&name, status]).inc();
+        let compiles = metrics.counter(names::COMPILES, &[&name]);
+        if source == ExeSource::Compiled {
+            compiles.inc();
+        }
         let secs = t.elapsed().as_secs_f64();
         metrics
             .gauge(names::COMPILE_SECONDS, &[&name, &label])
@@ -202,7 +255,7 @@ pub(crate) fn load(
         }
         let rows =
             usize::try_from(b.size.unwrap_or(1)).map_err(|_| err("bucket too large".into()))?;
-        buckets.push(Bucket { rows, label, exe });
+        buckets.push(Bucket { rows, label, exe, source });
     }
     Ok(Arc::new(Model {
         name: plan.name,
@@ -216,6 +269,7 @@ pub(crate) fn load(
         weights,
         device,
         client: client.clone(),
+        warnings,
     }))
 }
 
@@ -271,6 +325,18 @@ impl Model {
     #[must_use]
     pub fn max_rows(&self) -> usize {
         self.buckets.last().map_or(1, |b| b.rows)
+    }
+
+    /// How each bucket's executable was obtained, in bucket order.
+    #[must_use]
+    pub fn executable_sources(&self) -> Vec<ExeSource> {
+        self.buckets.iter().map(|b| b.source).collect()
+    }
+
+    /// Warnings of the load (a stale saved executable that was compiled instead).
+    #[must_use]
+    pub fn load_warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Bucket sizes.

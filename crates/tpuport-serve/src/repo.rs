@@ -149,6 +149,17 @@ pub(crate) struct Plan {
     pub(crate) platform: &'static str,
     pub(crate) buckets: Vec<BucketPlan>,
     pub(crate) weights: Vec<WeightData>,
+    /// Saved executables by bucket label (`"8"`, `"none"`), paths confined.
+    pub(crate) saved: std::collections::BTreeMap<String, PathBuf>,
+    /// `[executables] only`: never compile.
+    pub(crate) saved_only: bool,
+}
+
+impl BucketPlan {
+    /// The bucket's label in metrics and in `[executables] files`.
+    pub(crate) fn label(&self) -> String {
+        self.size.map_or_else(|| "none".to_owned(), |s| s.to_string())
+    }
 }
 
 impl Repository {
@@ -188,7 +199,36 @@ impl Repository {
                 ));
             }
         }
-        Ok(Plan { name: name.to_owned(), cfg, platform, buckets, weights })
+        let mut saved = std::collections::BTreeMap::new();
+        let mut saved_only = false;
+        if let Some(x) = &cfg.executables {
+            let labels: Vec<String> = buckets.iter().map(BucketPlan::label).collect();
+            for (k, file) in &x.files {
+                if !labels.contains(k) {
+                    return Err(ServeError::model(
+                        name,
+                        format!(
+                            "executables.files: bucket {k:?} is not one of the model's buckets [{}]",
+                            labels.join(", ")
+                        ),
+                    ));
+                }
+                saved.insert(k.clone(), self.confine(&dir, file)?);
+            }
+            if x.only
+                && let Some(missing) = labels.iter().find(|l| !saved.contains_key(*l))
+            {
+                return Err(ServeError::model(
+                    name,
+                    format!(
+                        "executables.only is set but bucket {missing} has no saved executable \
+                         in executables.files"
+                    ),
+                ));
+            }
+            saved_only = x.only;
+        }
+        Ok(Plan { name: name.to_owned(), cfg, platform, buckets, weights, saved, saved_only })
     }
 
     fn plan_lowered(
@@ -242,6 +282,19 @@ impl Repository {
         modules: &std::collections::BTreeMap<String, String>,
         arg_spec: &[String],
     ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>), ServeError> {
+        // Without `model.args`, the argument roles bind each module (weights-first exports).
+        let store = match weights_file {
+            Some(w) if arg_spec.is_empty() => {
+                let p = self.confine(dir, w)?;
+                let m = tpuport_formats::safetensors::import_file(
+                    &p,
+                    &tpuport_formats::Limits::default(),
+                )
+                .map_err(|e| ServeError::config(&p, e.to_string()))?;
+                Some((p, m))
+            }
+            _ => None,
+        };
         let mut buckets = Vec::new();
         for (k, file) in modules {
             let size: u64 = k.parse().unwrap_or(0);
@@ -265,6 +318,14 @@ impl Repository {
                     "no signature could be read (bytecode): give the MLIR text",
                 ));
             }
+            let by_roles;
+            let arg_spec: &[String] = if arg_spec.is_empty() {
+                let w = store.as_ref().map(|(p, m)| (p.as_path(), &m.weights));
+                by_roles = crate::standalone::args_by_roles(&path, &model, &[], w)?.args;
+                &by_roles
+            } else {
+                arg_spec
+            };
             if !arg_spec.is_empty() && arg_spec.len() != g.inputs.len() {
                 return Err(ServeError::config(
                     &path,

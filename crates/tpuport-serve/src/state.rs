@@ -22,6 +22,9 @@ pub trait Reporter: Send + Sync {
     fn listening(&self, addr: std::net::SocketAddr);
     /// A model loaded: its buckets and how long loading took.
     fn model_loaded(&self, model: &Model, seconds: f64);
+    /// Something about a model's load the operator should know (a stale saved executable
+    /// compiled instead); the model loads.
+    fn model_warning(&self, _name: &str, _message: &str) {}
     /// A model failed to load; the others still serve.
     fn model_failed(&self, name: &str, error: &ServeError);
     /// Every model has been tried; the server is ready when at least one loaded.
@@ -177,6 +180,7 @@ impl State {
                 instances: b.instances,
                 levels: b.priority_levels,
                 default_level: b.default_priority.unwrap_or(b.priority_levels).saturating_sub(1),
+                wait_when_idle: b.wait_when_idle,
             };
             let drift = Arc::new(Drift {
                 over_max: model
@@ -200,6 +204,9 @@ impl State {
         })();
         match result {
             Ok((model, batcher, drift)) => {
+                for w in model.load_warnings() {
+                    reporter.model_warning(name, w);
+                }
                 reporter.model_loaded(&model, t.elapsed().as_secs_f64());
                 self.metrics.gauge(names::MODEL_READY, &[name]).set(1);
                 self.write_models().insert(name.to_owned(), Entry::Ready { model, batcher, drift });

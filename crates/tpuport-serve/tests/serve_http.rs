@@ -164,7 +164,12 @@ fn hammering_with_distinct_inputs_gives_every_client_its_own_answer() {
 #[test]
 fn a_full_queue_answers_503_with_retry_after_and_counts_each() {
     let tmp = tempfile::tempdir().unwrap();
-    mlp_repo(tmp.path(), "mlp", "max_queue_delay_us = 200000\nmax_queue_size = 2\ninstances = 1");
+    // `wait_when_idle`: the delay holds even the first request, so the queue fills.
+    mlp_repo(
+        tmp.path(),
+        "mlp",
+        "max_queue_delay_us = 200000\nwait_when_idle = true\nmax_queue_size = 2\ninstances = 1",
+    );
     let srv = Running::start(options(tmp.path()));
     let addr = srv.addr;
     let threads: Vec<_> = (0..12u64)
@@ -196,8 +201,13 @@ fn a_full_queue_answers_503_with_retry_after_and_counts_each() {
 #[test]
 fn a_request_timeout_in_the_queue_is_a_counted_503() {
     let tmp = tempfile::tempdir().unwrap();
-    // A 300 ms batching delay and a 20 ms request timeout: the request expires while queued.
-    mlp_repo(tmp.path(), "mlp", "max_queue_delay_us = 300000\ninstances = 1");
+    // A 300 ms batching delay that holds a lone request too (`wait_when_idle`) and a 20 ms
+    // request timeout: the request expires while queued.
+    mlp_repo(
+        tmp.path(),
+        "mlp",
+        "max_queue_delay_us = 300000\nwait_when_idle = true\ninstances = 1",
+    );
     let srv = Running::start(options(tmp.path()));
     let x = values(784, 9);
     let (h, b) = binary_infer(&x, 1, ",\"timeout\":20000");

@@ -34,7 +34,8 @@ pub struct Options {
 pub struct Row {
     /// The module file.
     pub model: PathBuf,
-    /// Batch size (the bucket's, else the leading dimension of the last argument).
+    /// Batch size: the bucket's, else the leading dimension of the data arguments as the
+    /// argument roles decide them (absent when they cannot tell).
     pub batch: Option<u64>,
     /// Devices one execution runs on.
     pub devices: usize,
@@ -185,7 +186,7 @@ pub fn bench(
                 _ => None,
             }
         });
-    let batch = target.batch(args);
+    let batch = target.batch();
     #[allow(clippy::cast_precision_loss, reason = "batch sizes")]
     let items = batch.map(|b| b as f64 * 1e6 / mean);
     let achieved = flops.map(|f| f * 1e6 / mean);

@@ -6,6 +6,10 @@
 //! the compiler's refusal. `save` keeps the serialized TPU executable with a manifest. JSON
 //! schema `tpuport.compile/1`: `docs/compile.md`.
 //!
+//! The target `cpu` compiles with the PJRT CPU plugin instead (on this host, for one device),
+//! so that an executable saved with its manifest can be produced, and served by
+//! `tpuport serve`, on a machine without a TPU.
+//!
 //! [`compile`] returns a [`CompileReport`] whose `outcome` is `compiled` or `out_of_memory` (the
 //! compiler refused for lack of HBM: a finding, with the bytes its message names); every other
 //! failure (no libtpu, a program the TPU compiler rejects, a model that cannot be read or
@@ -27,8 +31,11 @@ use tpuport_analysis::compiler_check::{CompiledTensor, CompilerFacts, CompilerIn
 use crate::error::{Context as _, Result, invalid, io};
 use crate::{Module, Observer, Param};
 
-/// Manifest schema of a saved executable.
+/// Manifest schema of a saved executable (a CPU one too: its `platform` says `cpu`).
 pub const MANIFEST_SCHEMA: &str = "tpuport.tpu-executable/1";
+
+/// The `--target` that compiles with the PJRT CPU plugin instead of libtpu.
+pub const CPU_TARGET: &str = "cpu";
 
 /// JSON schema tag of [`CompileReport`].
 pub const SCHEMA: &str = "tpuport.compile/1";
@@ -317,6 +324,9 @@ pub fn compile(req: &Request, catalog: &Catalog, obs: &dyn Observer) -> Result<C
     if req.partitions == Some(0) {
         return Err(invalid("--partitions must be at least 1"));
     }
+    if req.target == CPU_TARGET {
+        return compile_cpu(req, obs);
+    }
     let target = catalog.compile_target(&req.target).map_err(|e| invalid(e.to_string()))?;
     let model_sha = hash_file(&req.model)?;
     let mut prep = prepare(req, obs)?;
@@ -352,14 +362,7 @@ pub fn compile(req: &Request, catalog: &Catalog, obs: &dyn Observer) -> Result<C
     let compiler = CompilerInfo {
         path: plugin_path.display().to_string(),
         version: libtpu_version(&plugin_path),
-        build: topo
-            .platform_version()
-            .unwrap_or_default()
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("; "),
+        build: one_line(&topo.platform_version().unwrap_or_default()),
         pjrt_api: format!("{major}.{minor}"),
     };
     let copts = if prep.partitions > 1 {
@@ -426,9 +429,112 @@ pub fn compile(req: &Request, catalog: &Catalog, obs: &dyn Observer) -> Result<C
     };
     fill_from_executable(&mut report, &exe, &prep, obs)?;
     if let Some(file) = &req.save {
-        report.saved = Some(save(file, &exe, &report, &target, &options, &copts)?);
+        let on = SavedFor {
+            platform: "tpu",
+            topology: &target.topology_name,
+            topology_options: &options,
+            compile_options: &copts,
+            program: &prep.program,
+        };
+        report.saved = Some(save(file, &exe, &report, &on)?);
     }
     Ok(report)
+}
+
+/// [`compile`] for [`CPU_TARGET`]: the PJRT CPU plugin compiles the program for one device
+/// of this host (with the options `tpuport run` and `tpuport serve` use, so the saved
+/// executable is the one they would compile).
+fn compile_cpu(req: &Request, obs: &dyn Observer) -> Result<CompileReport> {
+    let model_sha = hash_file(&req.model)?;
+    let prep = prepare(req, obs)?;
+    let partitions = req.partitions.unwrap_or(prep.partitions);
+    if partitions > 1 {
+        return Err(invalid(format!(
+            "{} is partitioned over {partitions} devices; the cpu target compiles for one",
+            req.model.display()
+        )));
+    }
+    let plugin_path = match &req.plugin {
+        Some(p) if !p.is_file() => {
+            return Err(invalid(format!("--plugin {}: no such file", p.display())));
+        }
+        Some(p) => p.clone(),
+        None => tpuport_pjrt::discover(None)
+            .into_iter()
+            .find(|f| f.kind == PluginKind::Cpu && f.path.is_file())
+            .map(|f| f.path)
+            .ok_or_else(|| {
+                invalid(
+                    "the PJRT CPU plugin was not found: `pip install xla-cpu-pjrt` (tpuport[cpu]) \
+                     into the project's virtual environment, or pass --plugin PATH",
+                )
+            })?,
+    };
+    let t_setup = Instant::now();
+    obs.info(&format!("CPU plugin: {}", plugin_path.display()));
+    let plugin = tpuport_pjrt::load(&plugin_path)?;
+    let client = tpuport_pjrt::Client::new(plugin, &tpuport_pjrt::ClientOptions::cpu_devices(1))
+        .context(|| format!("creating a client of {}", plugin_path.display()))?;
+    let device = client.devices().into_iter().next().ok_or_else(|| invalid("no CPU device"))?;
+    let device_kind = device.description().map(|d| d.kind).unwrap_or_default();
+    let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
+    let (major, minor) = plugin.api_version();
+    let copts = tpuport_pjrt::CompileOptions::default();
+    let t = Instant::now();
+    let exe = client.compile(&prep.program, &copts).map_err(|e| {
+        invalid(format!(
+            "the CPU plugin could not compile {}: {}",
+            req.model.display(),
+            compiler_message(&e.to_string())
+        ))
+    })?;
+    let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut report = CompileReport {
+        schema: SCHEMA,
+        model: req.model.display().to_string(),
+        model_sha256: model_sha,
+        source: prep.source.clone(),
+        target: CPU_TARGET.to_owned(),
+        topology: CPU_TARGET.to_owned(),
+        chip: "host CPU".to_owned(),
+        device_kind,
+        slice_devices: 1,
+        program_devices: 1,
+        compiler: CompilerInfo {
+            path: plugin_path.display().to_string(),
+            version: None,
+            build: one_line(client.platform_version()),
+            pjrt_api: format!("{major}.{minor}"),
+        },
+        setup_ms,
+        compile_ms,
+        outcome: Outcome::Compiled,
+        per_device: PerDevice::default(),
+        compiler_message: None,
+        cost: None,
+        parameters: Vec::new(),
+        outputs: Vec::new(),
+        saved: None,
+    };
+    fill_from_executable(&mut report, exe.executable(), &prep, obs)?;
+    if let Some(file) = &req.save {
+        let on = SavedFor {
+            platform: CPU_TARGET,
+            topology: CPU_TARGET,
+            topology_options: &[],
+            // What the client really compiled with (the ISA cap on AVX-512 hosts included):
+            // `tpuport serve` compares it with its own.
+            compile_options: &client.effective_options(&copts),
+            program: &prep.program,
+        };
+        report.saved = Some(save(file, exe.executable(), &report, &on)?);
+    }
+    Ok(report)
+}
+
+/// A plugin's (possibly multi-line) version string on one line.
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 /// Reads the model as a program: StableHLO as is, ONNX through the lowering.
@@ -503,9 +609,12 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
     }
 }
 
-/// libtpu: the explicit path, else the first libtpu plugin discovery finds
-/// (`$TPUPORT_PJRT_PLUGIN` / `$TPU_LIBRARY_PATH` naming libtpu, the project's `.cache/libtpu`,
-/// a virtual environment's `libtpu` package).
+/// libtpu: the explicit path, else the first libtpu plugin [`tpuport_pjrt::discover`] finds:
+/// `$TPUPORT_PJRT_PLUGIN` / `$TPU_LIBRARY_PATH` when they name libtpu, `libtpu/libtpu.so` in a
+/// searched site-packages (`pip install libtpu`), `/usr/lib`, `/usr/local/lib` or `/lib`, then
+/// the newest version `make libtpu` unpacked: `.cache/libtpu/<version>/` in the current
+/// directory or its nearest parent that has one, else `tpuport/libtpu/<version>/` in the user
+/// cache (`$XDG_CACHE_HOME`, else `~/.cache`); see [`tpuport_pjrt::libtpu_places`].
 ///
 /// # Errors
 /// The explicit path is not a file, or no libtpu was found (one line saying how to get it).
@@ -523,7 +632,8 @@ pub fn find_libtpu(explicit: Option<&Path>) -> Result<PathBuf> {
         .ok_or_else(|| {
             invalid(
                 "libtpu not found: `pip install libtpu` into the project's virtual environment \
-                 (or run `make libtpu`), or pass --plugin PATH/libtpu.so",
+                 (or run `make libtpu` in a tpuport checkout), set TPU_LIBRARY_PATH, or pass \
+                 --plugin PATH/libtpu.so (`tpuport doctor` lists where it looked)",
             )
         })
 }
@@ -625,24 +735,30 @@ fn fill_from_executable(
     prep: &Prepared,
     obs: &dyn Observer,
 ) -> Result<()> {
-    let m =
-        exe.compiled_memory_stats().context(|| "reading the compiled memory statistics".into())?;
-    obs.info(&format!("compiled memory statistics: {m:?}"));
+    let stats = exe.compiled_memory_stats();
     let d = &mut r.per_device;
-    d.arguments = Some(nonneg(m.argument));
-    d.outputs = Some(nonneg(m.output));
-    d.aliased = Some(nonneg(m.alias));
-    d.temporaries = Some(nonneg(m.temp));
-    d.generated_code = Some(nonneg(m.generated_code));
-    d.peak = Some(nonneg(m.peak));
-    // HBM: parameters, outputs and HBM temporaries (less what outputs reuse), plus the code.
-    // `peak` also counts on-chip VMEM (libtpu 0.0.52 keeps most intermediates of a small
-    // program there: cnn_b8's buffer assignment has 366 KiB in HBM and 3.6 MiB in VMEM, and a
-    // peak of 3.9 MiB), so it is not an HBM figure.
-    let buffers =
-        (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp)).saturating_sub(nonneg(m.alias));
-    d.total = Some(buffers + nonneg(m.generated_code));
     d.fits = true;
+    match stats {
+        Ok(m) => {
+            obs.info(&format!("compiled memory statistics: {m:?}"));
+            d.arguments = Some(nonneg(m.argument));
+            d.outputs = Some(nonneg(m.output));
+            d.aliased = Some(nonneg(m.alias));
+            d.temporaries = Some(nonneg(m.temp));
+            d.generated_code = Some(nonneg(m.generated_code));
+            d.peak = Some(nonneg(m.peak));
+            // HBM: parameters, outputs and HBM temporaries (less what outputs reuse), plus the
+            // code. `peak` also counts on-chip VMEM (libtpu 0.0.52 keeps most intermediates of
+            // a small program there: cnn_b8's buffer assignment has 366 KiB in HBM and 3.6 MiB
+            // in VMEM, and a peak of 3.9 MiB), so it is not an HBM figure.
+            let buffers = (nonneg(m.argument) + nonneg(m.output) + nonneg(m.temp))
+                .saturating_sub(nonneg(m.alias));
+            d.total = Some(buffers + nonneg(m.generated_code));
+        }
+        // libtpu always answers; a plugin that does not (the CPU plugin may) leaves them out.
+        Err(e) if r.target == CPU_TARGET => obs.info(&format!("no memory statistics: {e}")),
+        Err(e) => return Err(e).context(|| "reading the compiled memory statistics".into()),
+    }
     match exe.cost_analysis() {
         Ok(values) => {
             let get = |k: &str| match tpuport_pjrt::find_value(&values, k) {
@@ -740,15 +856,23 @@ fn operands(
         .collect()
 }
 
-/// Manifest written next to a saved executable.
+/// Manifest written next to a saved executable. `tpuport serve` checks `platform`,
+/// `device_kind`, `program_devices`, `compile_options_hex`, `compiler.build`,
+/// `compiler.pjrt_api` and `program_sha256` against the plugin it runs on and the program it
+/// would compile, and `executable_bytes` / `executable_sha256` against the file.
 #[derive(Debug, Serialize)]
 struct Manifest<'a> {
     schema: &'static str,
+    /// `tpu` or `cpu`: the PJRT platform the executable runs on.
+    platform: &'a str,
     executable: String,
     executable_sha256: String,
     executable_bytes: u64,
     model: &'a str,
     model_sha256: &'a str,
+    /// SHA-256 of the StableHLO program compiled (the module file's bytes; for ONNX, the
+    /// program tpuport lowered it to).
+    program_sha256: String,
     source: &'a str,
     target: &'a str,
     topology: &'a str,
@@ -765,33 +889,37 @@ struct Manifest<'a> {
 /// Writes the executable and then its manifest, each atomically
 /// ([`tpuport_model::fs::write_atomic_bytes`]), so a manifest on disk always describes a
 /// complete executable.
-fn save(
-    file: &Path,
-    exe: &Executable,
-    r: &CompileReport,
-    target: &CompileTarget,
-    options: &[NamedValue],
-    copts: &tpuport_pjrt::CompileOptions,
-) -> Result<Saved> {
-    let bytes = exe.serialize().context(|| "serializing the TPU executable".into())?;
+/// What a saved executable was compiled for.
+struct SavedFor<'a> {
+    platform: &'a str,
+    topology: &'a str,
+    topology_options: &'a [NamedValue],
+    compile_options: &'a tpuport_pjrt::CompileOptions,
+    program: &'a Program,
+}
+
+fn save(file: &Path, exe: &Executable, r: &CompileReport, on: &SavedFor<'_>) -> Result<Saved> {
+    let bytes = exe.serialize().context(|| "serializing the executable".into())?;
     let sha = hex(&Sha256::digest(&bytes));
     let manifest_path = PathBuf::from(format!("{}.json", file.display()));
     tpuport_model::fs::write_atomic_bytes(file, &bytes)
         .map_err(|e| io(format!("writing {}", file.display()), e))?;
     let m = Manifest {
         schema: MANIFEST_SCHEMA,
+        platform: on.platform,
         executable: file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         executable_sha256: sha.clone(),
         executable_bytes: bytes.len() as u64,
         model: &r.model,
         model_sha256: &r.model_sha256,
+        program_sha256: hex(&Sha256::digest(on.program.code())),
         source: &r.source,
         target: &r.target,
-        topology: &target.topology_name,
-        topology_options: options.to_vec(),
+        topology: on.topology,
+        topology_options: on.topology_options.to_vec(),
         device_kind: &r.device_kind,
         program_devices: r.program_devices,
-        compile_options_hex: hex(&copts.encode()),
+        compile_options_hex: hex(&on.compile_options.encode()),
         compiler: &r.compiler,
         per_device: &r.per_device,
         parameters: &r.parameters,

@@ -59,6 +59,11 @@ pub struct Module {
     pub shardy: bool,
     /// StableHLO version the module targets, when it says.
     pub stablehlo_version: Option<String>,
+    /// The batch: the data arguments' leading dimension, as the argument roles of `tpuport
+    /// audit` decide them ([`tpuport_analysis::roles`]), so a module taking its weights as
+    /// leading arguments is not measured at a weight's first dimension. `None` without a
+    /// signature, without a data argument, or when it looks read from a weight.
+    pub data_batch: Option<u64>,
 }
 
 impl Module {
@@ -93,6 +98,7 @@ impl Module {
             partitions: 1,
             shardy: false,
             stablehlo_version: None,
+            data_batch: None,
         }
     }
 
@@ -140,6 +146,15 @@ impl Module {
             })
         };
         self.args = g.inputs.iter().enumerate().map(|(i, &id)| param(i, id, true)).collect();
+        let roles = tpuport_analysis::roles::assign(
+            model,
+            &tpuport_analysis::roles::RoleOptions::default(),
+        )
+        .ok();
+        self.data_batch = roles.and_then(|r| {
+            let b = r.batch?;
+            r.batch_is_weight_dim(b).is_none().then_some(b)
+        });
         self.results = g.outputs.iter().enumerate().map(|(i, &id)| param(i, id, false)).collect();
     }
 
@@ -368,14 +383,14 @@ impl Target {
         buckets.into_iter().map(|b| Target::bucket(&art, b, obs)).collect()
     }
 
-    /// Batch size of a run on `args` (as [`Target::arguments`] returns them): the bucket's,
-    /// else the leading dimension of the last argument.
+    /// Batch size of a run: the bucket's, else the module's data arguments' leading
+    /// dimension ([`Module::data_batch`]).
     #[must_use]
-    pub fn batch(&self, args: &[(String, HostTensor)]) -> Option<u64> {
+    pub fn batch(&self) -> Option<u64> {
         if self.lowered.is_some() {
             return self.bucket_batch;
         }
-        args.last().and_then(|(_, t)| t.shape.first().copied())
+        self.module.data_batch
     }
 
     /// What the caller provides, when known: the graph inputs of a bucket, the module's

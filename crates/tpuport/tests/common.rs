@@ -166,3 +166,27 @@ pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
     (status, body)
 }
+
+/// The audit's per-device HBM estimate for `chip` from an audit report (`--format json`): the
+/// figure `audit --compiler libtpu` puts next to libtpu's (`compiler.estimate_bytes`), read
+/// from the memory section so that a `--compiler none` run gives it without compiling:
+/// `memory.per_device_padded[chip].total` for a partitioned module, else
+/// `memory.padded[chip].inference`.
+pub fn audit_estimate(report: &serde_json::Value, chip: &str) -> u64 {
+    let of = |key: &str| {
+        report["memory"][key]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r[0] == chip).map(|r| r[1].clone()))
+    };
+    if let Some(d) = of("per_device_padded") {
+        return d["total"].as_u64().unwrap();
+    }
+    let f = of("padded").unwrap_or_else(|| panic!("no memory.padded for {chip}"));
+    f["inference"].as_u64().unwrap()
+}
+
+/// `(a - b) / b`, for the 10 % checks against libtpu.
+#[allow(clippy::cast_precision_loss, reason = "a ratio")]
+pub fn rel_diff(a: u64, b: u64) -> f64 {
+    (a as f64 - b as f64) / b as f64
+}

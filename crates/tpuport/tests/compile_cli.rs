@@ -9,7 +9,11 @@
 //! - the 8-way sharded fixtures run on 8 devices, each holding less than the whole argument
 //!   set, with the sharded dimension split 8 ways;
 //! - a GPT-2 at a batch whose activations exceed 16 GiB is refused for lack of HBM (exit 1,
-//!   "DOES NOT FIT"), an unknown custom call is a one-line error with exit 2.
+//!   "DOES NOT FIT"), an unknown custom call is a one-line error with exit 2;
+//! - for each torch export, `audit`'s per-chip HBM estimate (same batch and dims) is within
+//!   10 % of the compile's HBM buffers on v5e-8 (v6e-8: audit_compiler.rs);
+//! - without `--plugin`, `compile` and `audit --compiler auto` find the libtpu `make libtpu`
+//!   unpacked under `.cache/libtpu/<version>/` in the current directory or a parent.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -140,6 +144,26 @@ fn torch_export(model: &str, extra: &[&str]) {
     let params = common::meta(&fixtures().join("torch").join(model))["params"].as_u64().unwrap();
     let args_bytes = u(&v, &["per_device", "arguments"]);
     assert!(args_bytes >= params * 4, "{model}: {args_bytes} B for {params} f32 parameters");
+    // `audit`'s per-chip HBM estimate for the same model, batch and dims is within 10 % of
+    // this compile's HBM buffers (arguments + outputs - aliased + temporaries, the figure
+    // `audit --compiler libtpu` compares with), without a second libtpu compile.
+    let libtpu_bytes = u(&v, &["per_device", "arguments"])
+        + u(&v, &["per_device", "outputs"])
+        + u(&v, &["per_device", "temporaries"])
+        - v["per_device"]["aliased"].as_u64().unwrap_or(0);
+    let mut audit = vec!["--format", "json", "audit", m.to_str().unwrap(), "--batch", "8"];
+    audit.extend(extra);
+    audit.extend(["--slice", "v5e-8", "--compiler", "none"]);
+    let o = common::tpuport(&audit);
+    assert_eq!(o.code, 0, "{model} audit: {}", o.stderr);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    let estimate = common::audit_estimate(&r, "v5e");
+    let off = common::rel_diff(estimate, libtpu_bytes);
+    assert!(
+        off.abs() <= 0.10,
+        "{model} v5e-8: audit estimate {estimate} vs libtpu {libtpu_bytes} ({:+.1} %)",
+        off * 100.0
+    );
 }
 
 #[test]
@@ -261,4 +285,58 @@ fn gpt2_at_a_batch_over_16_gib_does_not_fit_one_v5e_chip() {
     assert!(limit <= hbm && limit > hbm / 10 * 9, "compiler limit {limit} vs HBM {hbm}");
     assert!(need > limit, "{need} vs {limit}");
     assert!(v["compiler_message"].as_str().unwrap().contains("RESOURCE_EXHAUSTED"), "{v}");
+}
+
+/// What `make libtpu` leaves in a checkout, `.cache/libtpu/<version>/libtpu/libtpu.so` (here a
+/// link to the real library), in a scratch project; `compile` and `audit --compiler auto` run
+/// from a folder below it with no `--plugin` and no plugin variable find it.
+#[test]
+fn compile_and_audit_find_make_libtpus_copy_without_plugin() {
+    let Some(lib) = libtpu("compile_and_audit_find_make_libtpus_copy_without_plugin") else {
+        return;
+    };
+    let lib = lib.canonicalize().unwrap();
+    let version = lib
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| n.split('.').all(|p| p.parse::<u64>().is_ok()))
+        .unwrap_or_else(|| "0.0.0".to_owned());
+    let proj = tempfile::tempdir().unwrap();
+    let dst = proj.path().join(".cache/libtpu").join(&version).join("libtpu/libtpu.so");
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&lib, &dst).unwrap();
+    let cwd = proj.path().join("work/sub");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let empty_cache = proj.path().join("xdg");
+    let run = |args: &[&str]| {
+        let mut c = command();
+        c.args(args)
+            .current_dir(&cwd)
+            .env_remove("TPUPORT_PJRT_PLUGIN")
+            .env_remove("TPU_LIBRARY_PATH")
+            .env("XDG_CACHE_HOME", &empty_cache);
+        output(&mut c)
+    };
+    let m = fixtures().join("jax/mlp_b128/jit.mlir");
+    let m = m.to_str().unwrap();
+    let out = run(&["--format", "json", "compile", m, "--target", "v5e-1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "compiled", "{v}");
+    let used = PathBuf::from(v["compiler"]["path"].as_str().unwrap());
+    assert_eq!(used.canonicalize().unwrap(), lib, "{v}");
+    let out = run(&["--format", "json", "audit", m, "--slice", "v5e-8"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r: Value = serde_json::from_str(&out.stdout).unwrap();
+    let c = &r["compiler"];
+    assert_eq!(c["outcome"], "compiled", "no compiler check: {}", r["notes"]);
+    assert!(c["compiler"].as_str().unwrap().starts_with("libtpu"), "{c}");
+    // doctor says where it was found.
+    let out = run(&["--format", "json", "doctor", "--no-python"]);
+    let d: Value = serde_json::from_str(&out.stdout).unwrap();
+    let found = d["plugins"].as_array().unwrap().iter().find(|p| p["kind"] == "tpu").unwrap();
+    let want = format!(".cache/libtpu in {}", proj.path().canonicalize().unwrap().display());
+    assert!(found["source"].as_str().unwrap().starts_with(&want), "{found} vs {want}");
 }

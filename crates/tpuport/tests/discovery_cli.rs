@@ -176,3 +176,70 @@ fn nothing_found_says_where_it_looked() {
     assert_eq!(o.stderr.lines().count(), 1, "one line: {}", o.stderr);
     assert!(o.stderr.contains("no PJRT plugin found (looked in:"), "{}", o.stderr);
 }
+
+/// A fake libtpu (not a library: discovery goes by path) at `<dir>/<version>/libtpu/libtpu.so`.
+fn unpacked_libtpu(dir: &Path, version: &str) -> PathBuf {
+    let lib = dir.join(version).join("libtpu/libtpu.so");
+    std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+    std::fs::write(&lib, b"not a library").unwrap();
+    lib
+}
+
+#[test]
+fn make_libtpu_folders_are_found_after_the_other_plugins() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    // A checkout where `make libtpu` ran: .cache/libtpu/<version>/, two versions (0.0.10 is
+    // the newer, though it sorts first as text); tpuport runs in a folder below it, with a
+    // venv holding the CPU plugin first on PATH.
+    let proj = root.join("proj");
+    let _old = unpacked_libtpu(&proj.join(".cache/libtpu"), "0.0.9");
+    let new = unpacked_libtpu(&proj.join(".cache/libtpu"), "0.0.10");
+    let venv = fake_venv(&root.join("venv"));
+    let cwd = proj.join("src/deep");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
+    let exe = bare_binary(&root);
+    let r = doctor(&exe, &cwd, &[("PATH", path.clone())], &[]);
+    let plugins = r["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 2, "{r:#}");
+    // The CPU plugin stays first (what `run` and `bench` take); libtpu is listed last.
+    assert!(plugins[0]["source"].as_str().unwrap().starts_with("python3 on PATH"), "{r:#}");
+    assert_eq!(plugins[1]["path"].as_str().unwrap(), new.to_str().unwrap(), "{r:#}");
+    assert_eq!(plugins[1]["kind"], "tpu");
+    let why = format!(".cache/libtpu in {} (make libtpu)", proj.display());
+    assert_eq!(plugins[1]["source"].as_str().unwrap(), why, "{r:#}");
+    let searched = r["libtpu_searched"].as_array().unwrap();
+    assert_eq!(searched.len(), 2, "{r:#}");
+    assert_eq!(searched[0]["why"].as_str().unwrap(), why);
+    assert!(searched[1]["why"].as_str().unwrap().ends_with(", not present"), "{r:#}");
+
+    // The user cache ($XDG_CACHE_HOME/tpuport/libtpu), where `make libtpu` unpacks it, from a
+    // folder with no .cache/libtpu above it.
+    let xdg = root.join("xdg");
+    let cached = unpacked_libtpu(&xdg.join("tpuport/libtpu"), "0.0.52");
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let env = [("PATH", path), ("XDG_CACHE_HOME", xdg.to_str().unwrap().to_owned())];
+    let r = doctor(&exe, &elsewhere, &env, &[]);
+    let tpu: Vec<&serde_json::Value> =
+        r["plugins"].as_array().unwrap().iter().filter(|p| p["kind"] == "tpu").collect();
+    assert_eq!(tpu.len(), 1, "{r:#}");
+    assert_eq!(tpu[0]["path"].as_str().unwrap(), cached.to_str().unwrap());
+    assert_eq!(tpu[0]["source"], "tpuport's user cache (make libtpu)");
+
+    // `compile` takes it without --plugin: this fake fails to load, and the one-line error
+    // names the file discovery picked.
+    let model = root.join("m.mlir");
+    std::fs::write(
+        &model,
+        "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n}\n",
+    )
+    .unwrap();
+    let mut c = Command::new(&exe);
+    c.env_clear().env("HOME", root.join("home")).env("NO_COLOR", "1").current_dir(&cwd);
+    c.env("PATH", "/usr/bin:/bin").args(["compile", model.to_str().unwrap(), "--target", "v5e-1"]);
+    let o = common::output(&mut c);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains(new.to_str().unwrap()), "{}", o.stderr);
+}

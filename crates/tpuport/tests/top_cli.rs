@@ -35,7 +35,10 @@ impl Drop for Server {
 
 fn start() -> Server {
     let tmp = tempfile::tempdir().unwrap();
-    common::onnx_repo(tmp.path(), "max_queue_size = 1\nmax_queue_delay_us = 200000\n");
+    common::onnx_repo(
+        tmp.path(),
+        "max_queue_size = 1\nmax_queue_delay_us = 200000\nwait_when_idle = true\n",
+    );
     let mut child = common::command()
         .args(["serve", tmp.path().to_str().unwrap(), "--port", "0", "--no-cache"])
         .stdout(Stdio::null())

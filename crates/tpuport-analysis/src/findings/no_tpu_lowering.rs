@@ -67,6 +67,7 @@ impl Rule for NoTpuLowering {
         let mut unknown = Vec::new(); // custom call of unknown portability
         let mut what: Vec<String> = Vec::new();
         let mut by_tpuport = false; // some op is flagged only because `tpuport lower` lacks it
+        let mut onnx_ops = false; // some flagged op is an ONNX node, not a custom call
         for (g, n) in cx.nodes() {
             if is_mlir(n) {
                 if short_op(n) != "custom_call" {
@@ -99,6 +100,7 @@ impl Rule for NoTpuLowering {
                 let unlowered = !nonstandard
                     && cx.opts.onnx_lowering.is_some_and(|h| !h(&n.op, &n.domain, opset));
                 if nonstandard || unlowered {
+                    onnx_ops = true;
                     bad.push(label(g, n));
                     if unlowered {
                         by_tpuport = true;
@@ -124,6 +126,9 @@ impl Rule for NoTpuLowering {
             bad,
             if by_tpuport {
                 "`tpuport lower` has no rule for these ONNX ops (see docs/lower.md): decompose them in the exporter, move them to the host, or export StableHLO from the framework (torch_xla / jax.export); otherwise re-export without platform kernels, host callbacks or contrib fusions"
+            } else if onnx_ops {
+                // An ONNX model: the StableHLO advice (jax.export platforms) does not apply.
+                "these ops are outside the standard ONNX domain: run classical-ML (`ai.onnx.ml`) ops on the host, export ONNX without onnxruntime's contrib (`com.microsoft`) fusions, and decompose custom-domain ops in the exporter"
             } else {
                 "re-export for TPU without platform kernels or host callbacks (jax.export platforms=[\"tpu\"]); export ONNX without onnxruntime contrib fusions; run classical-ML ops on the host"
             },

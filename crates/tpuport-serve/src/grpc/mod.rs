@@ -268,7 +268,22 @@ fn from_contents(
         ))
     };
     let range = |v: i128| InferError::invalid(format!("input `{name}`: {v} is out of range"));
-    let mut out = Vec::with_capacity(elements * wire::size(dtype));
+    // The count is checked before anything is allocated for the shape's claim.
+    let (field, given) = match dtype {
+        D::Bool => ("bool_contents", c.bool_contents.len()),
+        D::I8 | D::I16 | D::I32 => ("int_contents", c.int_contents.len()),
+        D::I64 => ("int64_contents", c.int64_contents.len()),
+        D::U8 | D::U16 | D::U32 => ("uint_contents", c.uint_contents.len()),
+        D::U64 => ("uint64_contents", c.uint64_contents.len()),
+        D::F32 => ("fp32_contents", c.fp32_contents.len()),
+        D::F64 => ("fp64_contents", c.fp64_contents.len()),
+        _ => ("", 0),
+    };
+    if !field.is_empty() && given != elements {
+        return Err(wrong(field, given));
+    }
+    let mut out =
+        Vec::with_capacity(if field.is_empty() { 0 } else { elements * wire::size(dtype) });
     macro_rules! ints {
         ($field:ident, $t:ty) => {{
             if c.$field.len() != elements {

@@ -345,3 +345,186 @@ pub fn options(root: &Path) -> ServeOptions {
 pub fn dtype_size(d: DType) -> usize {
     tpuport_serve::wire::size(d)
 }
+
+/// A StableHLO module for bucket `b`: inputs `x` [b, 4] f32 and `n` [b, 1] i32, outputs
+/// `y` = 2x and `s` [b, 1] (a value of the loop). Before answering it runs max(n) iterations
+/// of `m = tanh(m @ m)` on a 64x64 matrix, so a request chooses how long its batch executes:
+/// a blocked model without any test hook in the server.
+pub fn slow_module(b: usize) -> String {
+    format!(
+        r"module @slow {{
+  func.func public @main(%x: tensor<{b}x4xf32>, %n: tensor<{b}x1xi32>) -> (tensor<{b}x4xf32>, tensor<{b}x1xf32>) {{
+    %two = stablehlo.constant dense<2.0> : tensor<{b}x4xf32>
+    %y = stablehlo.multiply %x, %two : tensor<{b}x4xf32>
+    %lo = stablehlo.constant dense<-2147483648> : tensor<i32>
+    %nmax = stablehlo.reduce(%n init: %lo) applies stablehlo.maximum across dimensions = [0, 1] : (tensor<{b}x1xi32>, tensor<i32>) -> tensor<i32>
+    %zero = stablehlo.constant dense<0> : tensor<i32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %m0 = stablehlo.constant dense<0.01> : tensor<64x64xf32>
+    %r:2 = stablehlo.while(%i = %zero, %m = %m0) : tensor<i32>, tensor<64x64xf32>
+    cond {{
+      %c = stablehlo.compare LT, %i, %nmax : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }} do {{
+      %d = stablehlo.dot_general %m, %m, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+      %t = stablehlo.tanh %d : tensor<64x64xf32>
+      %i1 = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %i1, %t : tensor<i32>, tensor<64x64xf32>
+    }}
+    %corner = stablehlo.slice %r#1 [0:1, 0:1] : (tensor<64x64xf32>) -> tensor<1x1xf32>
+    %s = stablehlo.broadcast_in_dim %corner, dims = [0, 1] : (tensor<1x1xf32>) -> tensor<{b}x1xf32>
+    return %y, %s : tensor<{b}x4xf32>, tensor<{b}x1xf32>
+  }}
+}}
+"
+    )
+}
+
+/// Writes `<root>/<name>`: the slow module at `buckets`, inputs `x`, `n`, outputs `y`, `s`,
+/// with `batching` added to the `[batching]` table.
+pub fn slow_repo(root: &Path, name: &str, buckets: &[usize], batching: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut mods = Vec::new();
+    for &b in buckets {
+        std::fs::write(dir.join(format!("slow_b{b}.mlir")), slow_module(b)).unwrap();
+        mods.push(format!("\"{b}\" = \"slow_b{b}.mlir\""));
+    }
+    let list: Vec<String> = buckets.iter().map(ToString::to_string).collect();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "[model]\nkind = \"stablehlo\"\nmodules = {{ {} }}\nargs = [\"input:x\", \"input:n\"]\n\
+             [[output]]\nname = \"y\"\n[[output]]\nname = \"s\"\n\
+             [batching]\nbuckets = [{}]\n{batching}\n",
+            mods.join(", "),
+            list.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+/// One JSON infer of the slow model: `rows` rows of x = `tag`, loop count `n`, with `params`
+/// (`,"priority":1`) in the request's parameters. Returns the status and the `y` values.
+pub fn slow_infer(
+    addr: SocketAddr,
+    model: &str,
+    rows: usize,
+    tag: f32,
+    n: i32,
+    params: &str,
+) -> (u16, Vec<f32>) {
+    let body = format!(
+        "{{\"inputs\":[{{\"name\":\"x\",\"shape\":[{rows},4],\"datatype\":\"FP32\",\"data\":{}}},\
+         {{\"name\":\"n\",\"shape\":[{rows},1],\"datatype\":\"INT32\",\"data\":{}}}],\
+         \"outputs\":[{{\"name\":\"y\"}}],\"parameters\":{{\"binary_data_output\":false{params}}}}}",
+        serde_json::json!(vec![tag; rows * 4]),
+        serde_json::json!(vec![n; rows]),
+    );
+    let r =
+        request(addr, "POST", &format!("/v2/models/{model}/infer"), &[], body.as_bytes()).unwrap();
+    if r.status != 200 {
+        return (r.status, Vec::new());
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let y = r.json()["outputs"][0]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    (r.status, y)
+}
+
+/// Polls `/metrics` until `series` reads `want` (60 s at most); false when it never did.
+pub fn wait_metric(srv: &Running, series: &str, want: f64) -> bool {
+    for _ in 0..1200 {
+        if metric(&srv.metrics(), series) == Some(want) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// One gRPC call over HTTP/2 (prior knowledge, no TLS): the 5-byte length-prefixed frame of
+/// `body` posted to `path`. Returns the response message bytes (when there is one), the
+/// `grpc-status` and the `grpc-message`.
+pub fn grpc_raw(addr: SocketAddr, path: &str, framed: Vec<u8>) -> (Option<Vec<u8>>, i32, String) {
+    use http_body_util::BodyExt;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tcp),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(conn);
+        let req = http::Request::post(format!("http://{addr}{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(http_body_util::Full::new(bytes::Bytes::from(framed)))
+            .unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        let got = body.collect().await.unwrap();
+        let trailers = got.trailers().cloned();
+        let data = got.to_bytes();
+        let field = |k: &str| {
+            trailers
+                .as_ref()
+                .and_then(|t| t.get(k))
+                .or_else(|| parts.headers.get(k))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let code = field("grpc-status").and_then(|s| s.parse().ok()).unwrap_or(-1);
+        let message = percent_decode(&field("grpc-message").unwrap_or_default());
+        let msg = (data.len() >= 5).then(|| data[5..].to_vec());
+        (msg, code, message)
+    })
+}
+
+/// The gRPC frame of a message.
+pub fn grpc_frame(m: &impl prost::Message) -> Vec<u8> {
+    let body = m.encode_to_vec();
+    let mut out = vec![0u8];
+    out.extend_from_slice(&u32::try_from(body.len()).unwrap().to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// `inference.GRPCInferenceService/ModelInfer`: the response or the status code and message.
+pub fn grpc_infer(
+    addr: SocketAddr,
+    req: &tpuport_serve::grpc::proto::ModelInferRequest,
+) -> Result<tpuport_serve::grpc::proto::ModelInferResponse, (i32, String)> {
+    use prost::Message;
+    let (msg, code, message) =
+        grpc_raw(addr, "/inference.GRPCInferenceService/ModelInfer", grpc_frame(req));
+    if code != 0 {
+        return Err((code, message));
+    }
+    Ok(tpuport_serve::grpc::proto::ModelInferResponse::decode(&msg.unwrap()[..]).unwrap())
+}
+
+/// `grpc-message` is percent-encoded (gRPC over HTTP/2).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -163,6 +163,7 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         slice,
         onnx_lowering: Some(lowerable),
         roles: Some(a.roles.roles(&a.model, model)?),
+        dims: a.import.shapes.dims.clone(),
         compiler,
     };
     let found = audit::findings(model, &aopts);

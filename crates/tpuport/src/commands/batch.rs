@@ -54,6 +54,12 @@ pub(crate) struct BatchArgs {
     /// Buckets to lower an ONNX model at, e.g. `1,8` (default 8).
     #[arg(long, value_delimiter = ',', value_name = "N,…")]
     pub(crate) buckets: Vec<u64>,
+    /// The data arguments of a StableHLO module that takes its weights as arguments, by
+    /// position or name (`3`, `x`, `%arg3`); every other argument is read from
+    /// `<module>.safetensors` or `weights.safetensors` next to it. Without it, the argument
+    /// roles of `tpuport audit` decide.
+    #[arg(long = "data-args", value_name = "ARG,...", value_delimiter = ',')]
+    pub(crate) data_args: Vec<String>,
     /// Rows per output part (rounded up to a multiple of the batch).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub(crate) rows_per_part: usize,
@@ -220,6 +226,7 @@ pub(crate) fn run(a: &BatchArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     }
     let mut o = BatchOptions::new(a.model.clone(), a.input.clone(), a.output.clone());
     o.buckets.clone_from(&a.buckets);
+    o.data_args.clone_from(&a.data_args);
     o.batch = a.batch;
     o.rows_per_part = a.rows_per_part;
     o.image = ImageOptions {

@@ -22,7 +22,8 @@ use crate::printer::Printer;
 pub(crate) struct CompileArgs {
     /// Model: StableHLO (.mlir text, .mlirbc bytecode) or ONNX (lowered by tpuport first).
     pub(crate) model: PathBuf,
-    /// TPU slice to compile for: `v5e-8`, `v6e-4`, `v5p-8`, `v4-8`, `v6e-2x4`, `tpu7x-8`.
+    /// TPU slice to compile for: `v5e-8`, `v6e-4`, `v5p-8`, `v4-8`, `v6e-2x4`, `tpu7x-8`; or
+    /// `cpu`: the PJRT CPU plugin, for this host (an executable `tpuport serve` can load).
     #[arg(long, value_name = "SLICE")]
     pub(crate) target: String,
     /// ONNX: symbolic dimensions bound as for `lower`.
@@ -36,10 +37,13 @@ pub(crate) struct CompileArgs {
     #[arg(long, value_name = "N")]
     pub(crate) partitions: Option<u32>,
     /// libtpu library (default: $TPUPORT_PJRT_PLUGIN or $TPU_LIBRARY_PATH when they name
-    /// libtpu, else `libtpu/libtpu.so` in the project's or active virtual environment).
+    /// libtpu, else `libtpu/libtpu.so` in the project's or active virtual environment, else
+    /// the one `make libtpu` unpacked: `.cache/libtpu` here or in a parent directory, or
+    /// ~/.cache/tpuport/libtpu; `tpuport doctor` lists the places); with `--target cpu`, the
+    /// CPU plugin (default: the first one discovery finds).
     #[arg(long, value_name = "PATH")]
     pub(crate) plugin: Option<PathBuf>,
-    /// Write the serialized TPU executable to FILE and its manifest to FILE.json.
+    /// Write the serialized executable to FILE and its manifest to FILE.json.
     #[arg(long, value_name = "FILE")]
     pub(crate) save: Option<PathBuf>,
     /// A TOML file that overrides or extends the built-in chip catalog.

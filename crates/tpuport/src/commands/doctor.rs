@@ -75,6 +75,15 @@ pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
         header_api_version: format!("{hmaj}.{hmin}"),
         plugins,
         searched: tpuport_pjrt::search_places(),
+        libtpu_searched: tpuport_pjrt::libtpu_places()
+            .into_iter()
+            .map(|mut place| {
+                if !place.path.is_dir() {
+                    place.why.push_str(", not present");
+                }
+                place
+            })
+            .collect(),
         python,
         versions,
         notes,
@@ -182,12 +191,32 @@ fn judge_model(
 ) -> anyhow::Result<Vec<Verdict>> {
     let m = tpuport_formats::open(model, &tpuport_formats::ImportOptions::default())?;
     let Some(v) = m.metadata.stablehlo_version.as_deref() else {
-        notes.push(format!(
-            "{} carries no StableHLO version (only portable artifacts, e.g. jax.export bytecode, do)",
-            model.display()
-        ));
+        let why = match (m.format, m.metadata.producer.as_deref()) {
+            (tpuport_model::ModelFormat::StablehloText, _) => {
+                "a StableHLO text module carries no version: only a portable artifact (MLIR \
+                 bytecode, e.g. jax.export's `mlir_module_serialized`) records the version it \
+                 targets; pass that file"
+                    .to_owned()
+            }
+            (tpuport_model::ModelFormat::StablehloBytecode, Some(p)) => format!(
+                "its bytecode producer `{p}` names no StableHLO version (a portable artifact's is \
+                 `StableHLO_vX.Y.Z`)"
+            ),
+            (f, _) => format!(
+                "a {} file carries no StableHLO version (only a portable artifact, MLIR bytecode \
+                 such as jax.export's, does)",
+                f.name()
+            ),
+        };
+        notes.push(format!("cannot judge {}'s StableHLO version: {why}", model.display()));
         return Ok(Vec::new());
     };
+    if !plugins.iter().any(|pl| pl.stablehlo_range.is_some()) {
+        notes.push(format!(
+            "cannot judge {} (StableHLO {v}): no plugin found here reports its StableHLO range",
+            model.display()
+        ));
+    }
     let mut out = Vec::new();
     for pl in plugins {
         if let Some((min, cur)) = pl.stablehlo_range {

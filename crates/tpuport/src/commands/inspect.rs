@@ -61,6 +61,28 @@ pub(crate) fn run(a: &InspectArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
     );
     a.import
         .finish(p, g, &imported, &inv, || tpuport_report::inspect::render_text(&inv, p.paint()))?;
+    // A StableHLO module's shapes are static: nothing binds `--batch` / `--dim` (audit
+    // scales `--batch` and reports `--dim`; inspect reads the module as it is).
+    if matches!(
+        imported.model.format,
+        tpuport_model::ModelFormat::StablehloText | tpuport_model::ModelFormat::StablehloBytecode
+    ) {
+        let given: Vec<String> = a
+            .import
+            .shapes
+            .batch
+            .map(|b| format!("--batch {b}"))
+            .into_iter()
+            .chain(a.import.shapes.dims.iter().map(|(n, v)| format!("--dim {n}={v}")))
+            .collect();
+        if !given.is_empty() {
+            p.warn(&format!(
+                "{}: {} not applied: a StableHLO module's shapes are static (re-export it at the shape you want)",
+                a.model.display(),
+                given.join(", ")
+            ));
+        }
+    }
     for n in &inv.notes {
         if n.level >= NoteLevel::Warning {
             p.warn(&format!("{} [{}]", n.message, n.code));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tpuport_serve::{Model, Reporter, ServeError, ServeOptions};
+use tpuport_serve::{ExeSource, Model, Reporter, ServeError, ServeOptions};
 
 use crate::cli::GlobalArgs;
 use crate::commands::Status;
@@ -64,13 +64,25 @@ impl Reporter for Report {
     }
     fn model_loaded(&self, m: &Model, seconds: f64) {
         let buckets: Vec<String> = m.bucket_sizes().iter().map(ToString::to_string).collect();
+        let sources = m.executable_sources();
+        let mut how: Vec<String> = Vec::new();
+        for s in [ExeSource::Saved, ExeSource::CacheHit, ExeSource::Compiled] {
+            let n = sources.iter().filter(|x| **x == s).count();
+            if n > 0 {
+                how.push(format!("{n} {}", s.as_str()));
+            }
+        }
         self.p.note(&format!(
-            "model {} loaded: {} input(s), {} output(s), buckets [{}], {seconds:.1} s",
+            "model {} loaded: {} input(s), {} output(s), buckets [{}], executables: {}, {seconds:.1} s",
             m.name,
             m.inputs.len(),
             m.outputs.len(),
-            if m.batched { buckets.join(", ") } else { "unbatched".into() }
+            if m.batched { buckets.join(", ") } else { "unbatched".into() },
+            how.join(", ")
         ));
+    }
+    fn model_warning(&self, name: &str, message: &str) {
+        self.p.warn(&format!("model {name}: {message}"));
     }
     fn model_failed(&self, name: &str, error: &ServeError) {
         self.p.warn(&format!("model {name} failed to load: {error}"));
