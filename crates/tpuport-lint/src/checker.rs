@@ -162,8 +162,7 @@ impl<'a> Checker<'a> {
         let mut out = Vec::new();
         let mut cur = expr.span;
         let start = expr.span;
-        let mut it =
-            self.exprs.iter().rev().copied().skip_while(move |e| e.span != start).skip(1);
+        let mut it = self.exprs.iter().rev().copied().skip_while(move |e| e.span != start).skip(1);
         while let Some(attr) = it.next() {
             let ExprKind::Attribute { value, attr: name } = &attr.kind else { break };
             if value.span != cur {

@@ -235,7 +235,7 @@ impl Semantic {
             return false;
         };
         self.prefetched.get(&(scope, name.to_owned())).is_some_and(|v| {
-            let before = v.iter().filter(|(at, _)| *at < offset).next_back();
+            let before = v.iter().rfind(|(at, _)| *at < offset);
             // A function body runs after the module binds its globals: use the last one.
             before.or_else(|| if scope == here { None } else { v.last() }).is_some_and(|x| x.1)
         })
