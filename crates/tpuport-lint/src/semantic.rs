@@ -91,8 +91,9 @@ pub(crate) struct Semantic {
     pub(crate) jitted: HashMap<String, JitInfo>,
     pub(crate) step_functions: HashSet<String>,
     pub(crate) step_loops: HashSet<Span>,
-    /// `(scope, name)` pairs bound to tensors (see [`crate::scope`]).
-    pub(crate) tensor_names: HashSet<(u32, String)>,
+    /// Names bound to tensors, with the scopes that bind them so (see [`crate::scope`]); keyed
+    /// by name so a lookup does not allocate.
+    pub(crate) tensor_names: HashMap<String, HashSet<u32>>,
     /// Names (or `self.attr` chains) bound to a `torch.utils.data.DataLoader(...)`, parameters
     /// annotated as one, and parameters named like one (`dataloader`, `train_loader`); minus
     /// those rebound from `accelerator.prepare(...)`, which places batches itself.
@@ -198,6 +199,38 @@ impl Semantic {
     /// → `numpy.float64`; `None` when the chain does not start at an imported name.
     #[must_use]
     pub(crate) fn qualified_name(&self, expr: &Expr) -> Option<String> {
+        // The attribute names, outermost first, gathered without a vector (hot: rules and the
+        // tensor inference ask it of every call).
+        let mut attrs: [&str; 16] = [""; 16];
+        let mut n = 0;
+        let mut cur = expr;
+        let root = loop {
+            match &cur.kind {
+                ExprKind::Attribute { value, attr } => {
+                    if n == attrs.len() {
+                        return self.qualified_name_slow(expr);
+                    }
+                    attrs[n] = attr.name.as_str();
+                    n += 1;
+                    cur = value;
+                }
+                ExprKind::Name(name) => break name.as_str(),
+                _ => return None,
+            }
+        };
+        let head = self.imports.get(root)?;
+        let len = head.len() + attrs[..n].iter().map(|a| a.len() + 1).sum::<usize>();
+        let mut out = String::with_capacity(len);
+        out.push_str(head);
+        for a in attrs[..n].iter().rev() {
+            out.push('.');
+            out.push_str(a);
+        }
+        Some(out)
+    }
+
+    /// [`Self::qualified_name`] for chains of more than 16 attributes.
+    fn qualified_name_slow(&self, expr: &Expr) -> Option<String> {
         let parts = expr.dotted_parts()?;
         let head = self.imports.get(parts[0])?;
         let mut out = head.clone();
@@ -211,7 +244,38 @@ impl Semantic {
     /// Whether `expr` resolves to one of `names` (qualified).
     #[must_use]
     pub(crate) fn resolves_to(&self, expr: &Expr, names: &[&str]) -> bool {
-        self.qualified_name(expr).is_some_and(|q| names.contains(&q.as_str()))
+        // The attribute names of the chain, outermost first, without allocating (every rule
+        // asks this of every call).
+        let mut attrs: [&str; 16] = [""; 16];
+        let mut n = 0;
+        let mut cur = expr;
+        let root = loop {
+            match &cur.kind {
+                ExprKind::Attribute { value, attr } => {
+                    let Some(slot) = attrs.get_mut(n) else {
+                        return self
+                            .qualified_name(expr)
+                            .is_some_and(|q| names.contains(&q.as_str()));
+                    };
+                    *slot = attr.name.as_str();
+                    n += 1;
+                    cur = value;
+                }
+                ExprKind::Name(name) => break name.as_str(),
+                _ => return false,
+            }
+        };
+        let Some(head) = self.imports.get(root) else { return false };
+        names.iter().any(|want| {
+            let Some(mut rest) = want.strip_prefix(head.as_str()) else { return false };
+            for a in attrs[..n].iter().rev() {
+                let Some(r) = rest.strip_prefix('.').and_then(|r| r.strip_prefix(a)) else {
+                    return false;
+                };
+                rest = r;
+            }
+            rest.is_empty()
+        })
     }
 
     /// What the local name `name` was imported as (`tf` → `tensorflow`).
@@ -293,7 +357,7 @@ impl Semantic {
     /// it decides.
     fn is_tensor_name(&self, n: &str, scope: u32) -> bool {
         for s in self.scopes.lookup_chain(scope) {
-            if self.tensor_names.contains(&(s, n.to_owned())) {
+            if self.tensor_names.get(n).is_some_and(|scopes| scopes.contains(&s)) {
                 return true;
             }
             if self.scopes.binds(s, n) {
@@ -850,8 +914,12 @@ impl TensorCollector<'_> {
     }
 
     fn add(&mut self, name: &str) {
-        let key = (self.current(), name.to_owned());
-        if self.sem.tensor_names.insert(key) {
+        let scope = self.current();
+        let scopes = match self.sem.tensor_names.get_mut(name) {
+            Some(s) => s,
+            None => self.sem.tensor_names.entry(name.to_owned()).or_default(),
+        };
+        if scopes.insert(scope) {
             self.changed = true;
         }
     }
