@@ -249,7 +249,8 @@ def corpus_part(args, tmp):
                              " --xla_cpu_collective_call_terminate_timeout_seconds=20")
     has_flax = subprocess.run([python, "-c", "import flax"], capture_output=True,
                               check=False).returncode == 0
-    for name, script_args, pattern in CORPUS_RUNS:
+    runs = [r for r in CORPUS_RUNS if args.only is None or r[0] in args.only]
+    for name, script_args, pattern in runs:
         if name.startswith("flax_") and not has_flax:
             print(f"  NOT RUN {name}: flax is not installed in {python} "
                   "(`make stablehlo-exports` installs it)")
@@ -310,11 +311,21 @@ def main():
     ap.add_argument("--tpuport", default=str(REPO / "target/release/tpuport"))
     ap.add_argument("--python", default=str(REPO / ".venv/bin/python"))
     ap.add_argument("--xla-python", default=str(REPO / ".venv-xla/bin/python"))
+    ap.add_argument("--only", help="comma-separated corpus scripts: run only the corpus part "
+                    "(every script is still ported and checked with pyflakes) and, of its runs, "
+                    "only these scripts; `all` for every run")
     args = ap.parse_args()
+    parts = (("jax", jax_part), ("torch_xla", torch_part), ("corpus", corpus_part))
+    if args.only is not None:
+        names = {r[0] for r in CORPUS_RUNS}
+        args.only = names if args.only == "all" else set(args.only.split(","))
+        unknown = args.only - names
+        if unknown:
+            sys.exit(f"error: --only: not in CORPUS_RUNS: {', '.join(sorted(unknown))}")
+        parts = parts[2:]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, part in (("jax", jax_part), ("torch_xla", torch_part),
-                           ("corpus", corpus_part)):
+        for name, part in parts:
             try:
                 results[name] = part(args, tmp)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
