@@ -265,6 +265,14 @@ impl Semantic {
                 _ => return false,
             }
         };
+        // Most calls are methods no wanted name ends with (`x.view`, `opt.step`): no lookup.
+        if n > 0
+            && !names
+                .iter()
+                .any(|w| w.strip_suffix(attrs[0]).is_some_and(|rest| rest.ends_with('.')))
+        {
+            return false;
+        }
         let Some(head) = self.imports.get(root) else { return false };
         names.iter().any(|want| {
             let Some(mut rest) = want.strip_prefix(head.as_str()) else { return false };
