@@ -119,11 +119,15 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
                 .is_some_and(|a| checker.text(a.span).to_ascii_lowercase().ends_with("autotune"));
             let followed =
                 checker.chained_calls(expr).first().is_some_and(|(m, _)| *m == "prefetch");
+            // From the `.` of `.prefetch` on: a comment between the receiver and the dot (a
+            // chain split over lines) stays where it is.
+            let between = Span::new(precv.span.end, pspan.start).slice(checker.source);
+            let dot = attribute_dot(between).map_or(precv.span.end, |i| precv.span.end + i);
             let Some(d) = checker.report(&PrefetchBeforeBatch { method: m.to_owned() }, span)
             else {
                 return;
             };
-            let mut edits = vec![Edit::delete(Span::new(precv.span.end, pexpr.span.end))];
+            let mut edits = vec![Edit::delete(Span::new(dot, pexpr.span.end))];
             if !followed {
                 edits.push(Edit::insert(expr.span.end, format!(".{moved}")));
             }
@@ -137,4 +141,19 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
         }
         Scan::Other => {}
     }
+}
+
+/// Offset in `between` (the text from a receiver's end to its attribute name) of the attribute
+/// dot: the last `.` outside a comment (nothing but spaces, comments and the dot sits there).
+fn attribute_dot(between: &str) -> Option<u32> {
+    let mut at = 0;
+    let mut dot = None;
+    for line in between.split_inclusive('\n') {
+        let code = line.split('#').next().unwrap_or("");
+        if let Some(i) = code.rfind('.') {
+            dot = Some(at + i);
+        }
+        at += line.len();
+    }
+    dot.and_then(|d| u32::try_from(d).ok())
 }
