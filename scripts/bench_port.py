@@ -1,143 +1,208 @@
 #!/usr/bin/env python3
-"""Benchmark `tpuport port --to torch-xla` on large generated training scripts.
+"""Benchmark `tpuport port --write` on large files made of the real corpus scripts.
 
-The file repeats a ~50-line PyTorch training block (CUDA device choice, DataLoaders, a train
-and an evaluation loop, `.cuda()`, `.item()`, `torch.save`) with fresh names, so every block
-gets rewritten. Sizes: 12.5k, 25k and 50k lines; the time per line must stay flat (linear
-growth) and the 50k-line port must take under 1 s.
+The files are the corpus scripts (`crates/tpuport-lint/resources/corpus`, real public training
+scripts) of one port target, concatenated again and again until the wanted size, each copy
+with its top-level functions and classes renamed (`train` -> `train_c7`, by token, so comments,
+strings and attributes stay as they are) and the `from __future__` imports moved to the top:
+valid Python (checked with `compile`) with the findings of the real scripts in every copy.
 
-Baseline, same invocation, same file: `ruff check --select ALL --fix --unsafe-fixes` (lint and
-rewrite of one file by a production Python linter). Prints medians of 3 runs and the ratio
-tpuport / ruff. Exit 1 when the 50k-line port takes 1 s or more, or when the per-line time at
-50k lines exceeds 2x the one at 12.5k lines.
+* `--to torch-xla`: the 8 PyTorch scripts; `--to jax`: the 5 JAX/Flax scripts.
+* Sizes 12.5k, 25k and 50k lines (whole copies, so a little more): median of `--runs` runs
+  of `tpuport port --to T --write` on a fresh copy of the file each time, then a second
+  `port --write` of the ported file, which must change nothing (its time is printed too).
+* Baseline in the same invocation, same file: `ruff check --select ALL --fix --unsafe-fixes`
+  (lint and rewrite of one file by a production Python linter); the ratio tpuport / ruff.
+
+Exit 1 when the 50k-line port takes 1 s or more, when the time per line at 50k lines exceeds
+2x the one at 12.5k lines (not linear), when a port changes nothing or a second port changes
+the file.
 """
 
 import argparse
+import io
+import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import tokenize
+from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-
-HEADER = """import os
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.utils.data import DataLoader
-
-"""
-
-BLOCK = """
-class Net{i}(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return F.log_softmax(self.fc(x), dim=1)
+CORPUS = REPO / "crates" / "tpuport-lint" / "resources" / "corpus"
+SIZES = (12_500, 25_000, 50_000)
+LIMIT_S = 1.0
 
 
-def make_loaders_{i}(train_set, test_set):
-    loader_kwargs = {{"batch_size": 64, "num_workers": 2, "pin_memory": True}}
-    train_loader = DataLoader(train_set, shuffle=True, **loader_kwargs)
-    test_loader = DataLoader(test_set, batch_size=256, num_workers=2)
-    return train_loader, test_loader
+def corpus_scripts(target):
+    rows = [l.split("\t") for l in (CORPUS / "MANIFEST.tsv").read_text().splitlines()[1:] if l]
+    return [CORPUS / r[0] for r in rows if r[6] == target]
 
 
-def train_{i}(model, device, train_loader, optimizer):
-    model.train()
-    for batch_idx, (data, target) in enumerate(train_loader):
-        data, target = data.to(device), target.to(device)
-        optimizer.zero_grad()
-        loss = F.nll_loss(model(data), target)
-        loss.backward()
-        optimizer.step()
-        if batch_idx % 100 == 0:
-            print(batch_idx, loss.item())
+def top_level_names(text):
+    """Names of the module-level `def` / `class` statements (by token, at column 0)."""
+    names = set()
+    toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    for i, t in enumerate(toks[:-1]):
+        if t.type == tokenize.NAME and t.string in ("def", "class") and t.start[1] == 0:
+            names.add(toks[i + 1].string)
+        if t.type == tokenize.NAME and t.string == "async" and t.start[1] == 0:
+            if toks[i + 1].string == "def":
+                names.add(toks[i + 2].string)
+    return names
 
 
-def test_{i}(model, device, test_loader):
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for data, target in test_loader:
-            output = model(data.to(device))
-            correct += output.argmax(1).eq(target.to(device)).sum().item()
-    return correct
+def renamed(text, suffix):
+    """`text` with its top-level def/class names (and their uses) suffixed: not attributes
+    (`model.train()`), not keyword arguments (`train=True`)."""
+    names = top_level_names(text)
+    toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    lines = text.splitlines(keepends=True)
+    edits = []  # (row, col) of names to suffix
+    depth = 0
+    for i, t in enumerate(toks):
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        if t.type != tokenize.NAME or t.string not in names:
+            continue
+        prev = toks[i - 1] if i else None
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        if prev is not None and prev.type == tokenize.OP and prev.string == ".":
+            continue
+        if depth > 0 and nxt is not None and nxt.type == tokenize.OP and nxt.string == "=":
+            continue
+        edits.append(t.end)
+    for row, col in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + suffix + line[col:]
+    return "".join(lines)
 
 
-def main_{i}(train_set, test_set):
-    if torch.cuda.is_available():
-        device = torch.device("cuda")
-    else:
-        device = torch.device("cpu")
-    model = Net{i}().cuda()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    train_loader, test_loader = make_loaders_{i}(train_set, test_set)
-    train_{i}(model, device, train_loader, optimizer)
-    test_{i}(model, device, test_loader)
-    torch.save(model.state_dict(), "net{i}.pt")
-"""
+def build(target, want_lines):
+    scripts = [p.read_text() for p in corpus_scripts(target)]
+    if not scripts:
+        sys.exit(f"error: no corpus script has port target {target} in MANIFEST.tsv")
+    future = set()
+    bodies = []
+    for s in scripts:
+        kept = []
+        for line in s.splitlines(keepends=True):
+            if line.startswith("from __future__ import"):
+                future.add(line if line.endswith("\n") else line + "\n")
+            else:
+                kept.append(line)
+        body = "".join(kept)
+        bodies.append(body if body.endswith("\n") else body + "\n")
+    out = ["".join(sorted(future))]
+    n = sum(x.count("\n") for x in out)
+    copy = 0
+    while n < want_lines:
+        for b in bodies:
+            part = renamed(b, f"_c{copy}")
+            out.append(part)
+            n += part.count("\n")
+        copy += 1
+    text = "".join(out)
+    compile(text, f"<bench {target}>", "exec")  # valid Python, or the benchmark is wrong
+    return text, copy
 
 
-def generate(lines):
-    block_lines = BLOCK.count("\n")
-    n = max(1, (lines - HEADER.count("\n")) // block_lines)
-    return HEADER + "".join(BLOCK.format(i=i) for i in range(n))
+def run(cmd):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    dt = time.perf_counter() - t0
+    if p.returncode not in (0, 1):
+        sys.exit(f"error: {' '.join(map(str, cmd))} exited {p.returncode}: {p.stderr[-2000:]}")
+    return dt
 
 
-def timed(cmd, path, text, runs):
+def median_port(cmd, path, text, runs):
     times = []
     for _ in range(runs):
         path.write_text(text)
-        t0 = time.perf_counter()
-        p = subprocess.run(cmd + [str(path)], capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - t0)
-        if p.returncode not in (0, 1):
-            sys.exit(f"error: {' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
+        times.append(run(cmd + [str(path)]))
     return statistics.median(times), path.read_text()
+
+
+def changed_lines(a, b, tmp):
+    """Lines removed plus lines added between `a` and `b` (`diff -U0`)."""
+    (tmp / "a.py").write_text(a)
+    (tmp / "b.py").write_text(b)
+    p = subprocess.run(["diff", "-U0", str(tmp / "a.py"), str(tmp / "b.py")],
+                       capture_output=True, text=True, check=False)
+    return sum(1 for l in p.stdout.splitlines()
+               if l[:1] in "+-" and not l.startswith(("+++", "---")))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tpuport", default=str(REPO / "target/release/tpuport"))
     ap.add_argument("--ruff", default=str(REPO / ".venv/bin/ruff"))
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--targets", default="torch-xla,jax")
     args = ap.parse_args()
-    if not Path(args.tpuport).exists():
-        sys.exit(f"error: {args.tpuport} missing: run `make build`")
-    ruff = args.ruff if Path(args.ruff).exists() else shutil.which("ruff")
-    per_line = {}
+    if not os.access(args.tpuport, os.X_OK):
+        sys.exit(f"error: {args.tpuport}: not an executable (run `make build`)")
+    ruff = args.ruff if os.access(args.ruff, os.X_OK) else shutil.which("ruff")
+    print(f"bench_port: {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs, "
+          f"tpuport {args.tpuport}, median of {args.runs} runs")
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        for lines in (12_500, 25_000, 50_000):
-            text = generate(lines)
-            n = text.count("\n")
-            f = Path(tmp) / "train.py"
-            t, out = timed([args.tpuport, "port", "--to", "torch-xla", "--write"], f, text, args.runs)
-            assert "torch_xla.device()" in out and "pl.MpDeviceLoader(" in out, "nothing was ported"
-            again = subprocess.run([args.tpuport, "port", "--to", "torch-xla", "--write", str(f)],
-                                   capture_output=True, text=True, check=False)
-            assert again.returncode in (0, 1) and f.read_text() == out, "second port changed the file"
-            per_line[lines] = t / n
-            line = f"port --to torch-xla  {n:>6} lines: median {t:.3f} s ({t / n * 1e6:.2f} us/line)"
-            if ruff:
-                r, _ = timed([ruff, "check", "--select", "ALL", "--fix", "--unsafe-fixes", "--no-cache",
-                              "--isolated", "--quiet", "--exit-zero"], f, text, args.runs)
-                line += f"; ruff check --fix {r:.3f} s; ratio tpuport/ruff {t / r:.2f}x"
-            print(line)
-            if lines == 50_000 and t >= 1.0:
-                print(f"FAIL: port on {n} lines took {t:.3f} s (limit 1 s)")
+        for target in args.targets.split(","):
+            per_line = {}
+            print(f"== port --to {target}: corpus scripts "
+                  f"{', '.join(p.name for p in corpus_scripts(target))}")
+            for want in SIZES:
+                text, copies = build(target, want)
+                n = text.count("\n")
+                f = Path(tmp) / "train.py"
+                f.write_text(text)
+                chk = subprocess.run([args.tpuport, "check", "--preview", "--format", "json",
+                                      "--quiet", str(f)], capture_output=True, text=True,
+                                     check=False)
+                findings = len(json.loads(chk.stdout)["findings"]) if chk.stdout else -1
+                cmd = [args.tpuport, "port", "--to", target, "--write"]
+                t, out = median_port(cmd, f, text, args.runs)
+                changed = changed_lines(text, out, Path(tmp))
+                if out == text:
+                    print(f"FAIL: port --to {target} changed nothing on {n} lines")
+                    ok = False
+                again_times = []
+                for _ in range(args.runs):
+                    again_times.append(run(cmd + [str(f)]))
+                    if f.read_text() != out:
+                        print(f"FAIL: a second port --to {target} changed the file ({n} lines)")
+                        ok = False
+                        break
+                t2 = statistics.median(again_times)
+                per_line[want] = t / n
+                line = (f"  {n:>6} lines ({copies} copies, {findings} findings): port --write "
+                        f"median {t:.3f} s ({t / n * 1e6:.2f} us/line, {changed} lines changed); "
+                        f"second port {t2:.3f} s, unchanged")
+                if ruff:
+                    r, _ = median_port([ruff, "check", "--select", "ALL", "--fix",
+                                        "--unsafe-fixes", "--no-cache", "--isolated", "--quiet",
+                                        "--exit-zero"], f, text, args.runs)
+                    line += f"; ruff check --fix {r:.3f} s, ratio tpuport/ruff {t / r:.2f}x"
+                print(line, flush=True)
+                if want == SIZES[-1] and t >= LIMIT_S:
+                    print(f"FAIL: port on {n} lines took {t:.3f} s (limit {LIMIT_S} s)")
+                    ok = False
+            growth = per_line[SIZES[-1]] / per_line[SIZES[0]]
+            print(f"  time per line at {SIZES[-1]} / at {SIZES[0]} lines: {growth:.2f} "
+                  "(1.0 = linear)")
+            if growth > 2.0:
+                print("FAIL: port time grows faster than linearly")
                 ok = False
-    growth = per_line[50_000] / per_line[12_500]
-    print(f"time per line at 50k / at 12.5k lines: {growth:.2f} (1.0 = linear)")
-    if growth > 2.0:
-        print("FAIL: port time grows faster than linearly")
-        ok = False
+    print("bench_port: " + ("PASS" if ok else "FAIL"))
     return 0 if ok else 1
 
 

@@ -3,8 +3,9 @@
 
     python e2e_corpus_runner.py SCRIPT [ARGS...]
 
-Used by `scripts/e2e_port.py` with the project venv (original scripts) and with `.venv-xla`
-(scripts ported to torch_xla, `PJRT_DEVICE=CPU`). The same patches are applied to both runs,
+Used by `scripts/e2e_port.py` with the project venv (original scripts, and Keras scripts
+ported to tf-tpu, on TensorFlow's CPU) and with `.venv-xla` (scripts ported to torch_xla,
+`PJRT_DEVICE=CPU`). The same patches are applied to both runs,
 so their loss trajectories can be compared:
 
 * datasets: `torchvision.datasets.MNIST` / `FashionMNIST` become small synthetic sets (28x28
@@ -14,6 +15,12 @@ so their loss trajectories can be compared:
   `torch.rand`, `*_like`, `torch.nn.init` on device tensors) is drawn on the host from torch's
   CPU generator and moved to the tensor's device, dropout is the identity, and torch's CPU
   generator is seeded with 0 first: both runs then see the same numbers;
+* Keras scripts: `keras.datasets.mnist.load_data()` returns the same synthetic images, and
+  Keras's seeds (Python, NumPy, TensorFlow) are fixed with deterministic TensorFlow ops;
+* the Flax MNIST example (a module without `__main__`): `tensorflow_datasets`, `ml_collections`
+  `orbax.export` and the TensorBoard writer are small stand-ins (synthetic MNIST, a dict
+  config, an export and a summary writer that do nothing), `absl.logging.info` prints to stdout, and `train_and_evaluate(config, workdir)` is
+  called the way the example's main.py calls it (2 epochs);
 * `matplotlib` (imported, unused, by the PyTorch tutorial) is a stub when it is not installed.
 
 Nothing here changes what the script computes on its own data path; the script runs with
@@ -122,6 +129,77 @@ def patch_torch():
     tvd.FakeData = SmallFake
 
 
+def patch_keras():
+    """Keras scripts: `keras.datasets.mnist.load_data()` returns the synthetic images, and
+    every seed Keras/TensorFlow/NumPy use is fixed with deterministic TF ops, so the original
+    and the ported run draw the same weights, shuffles and dropout masks."""
+    import tensorflow as tf
+    import keras
+
+    def load_data(path="mnist.npz"):
+        (xtr, ytr), (xte, yte) = (synthetic_images(N_TRAIN * 4, 0),
+                                  synthetic_images(N_TEST * 4, 1))
+        return (xtr, ytr), (xte, yte)
+
+    for mod in (keras.datasets.mnist, tf.keras.datasets.mnist):
+        mod.load_data = load_data
+    keras.utils.set_random_seed(0)
+    tf.config.experimental.enable_op_determinism()
+
+
+class ConfigDict(dict):
+    """Stand-in for `ml_collections.ConfigDict` (attribute access on a dict)."""
+
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
+def patch_flax_mnist():
+    """The Flax MNIST example: `tensorflow_datasets.load("mnist")` gives the synthetic images
+    as a `tf.data` dataset, `ml_collections` is the small stand-in above, the final
+    `orbax.export` of the trained model does nothing (it is not part of training), and
+    `absl.logging.info` prints its (already formatted) line to stdout, and the TensorBoard
+    summary writer (which needs the tensorboard package) writes nothing."""
+    import tensorflow as tf
+    from absl import logging as absl_logging
+
+    tfds = types.ModuleType("tensorflow_datasets")
+
+    def load(name, split):
+        assert name == "mnist", name
+        x, y = synthetic_images(N_TRAIN * 2, 0) if split == "train" else synthetic_images(
+            N_TEST * 2, 1)
+        return tf.data.Dataset.from_tensor_slices({"image": x[..., None], "label": y})
+
+    tfds.load = load
+    sys.modules["tensorflow_datasets"] = tfds
+    mlc = types.ModuleType("ml_collections")
+    mlc.ConfigDict = ConfigDict
+    sys.modules["ml_collections"] = mlc
+    export = types.ModuleType("orbax.export")
+
+    class Stub:
+        def __init__(self, *a, **k):
+            pass
+
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+    export.JaxModule = export.ExportManager = export.ServingConfig = Stub
+    sys.modules["orbax.export"] = export
+    board = types.ModuleType("flax.metrics.tensorboard")
+    board.SummaryWriter = Stub
+    sys.modules["flax.metrics.tensorboard"] = board
+    absl_logging.info = lambda msg, *a: print(msg % a if a else msg, flush=True)
+
+
+def run_flax_mnist(namespace, workdir):
+    """`train_and_evaluate(config, workdir)`, as the example's main.py calls it, with the
+    example's default hyperparameters and 2 epochs."""
+    config = ConfigDict(learning_rate=0.1, momentum=0.9, batch_size=32, num_epochs=2)
+    namespace["train_and_evaluate"](config, workdir)
+
+
 def jax_datasets_module():
     mod = types.ModuleType("datasets")
 
@@ -149,14 +227,22 @@ def main():
         mpl.pyplot = types.ModuleType("matplotlib.pyplot")
         sys.modules["matplotlib"] = mpl
         sys.modules["matplotlib.pyplot"] = mpl.pyplot
-    if "jax" in open(path).read():
+    text = open(path).read()
+    if "from tensorflow import keras" in text or "\nimport keras" in text:
+        patch_keras()
+    flax_mnist = "def train_and_evaluate(" in text and "tfds.load('mnist'" in text
+    if flax_mnist:
+        patch_flax_mnist()
+    if "jax" in text and not flax_mnist:
         data = jax_datasets_module()
         sys.modules["datasets"] = data
         examples = types.ModuleType("examples")
         examples.datasets = data
         sys.modules["examples"] = examples
         sys.modules["examples.datasets"] = data
-    runpy.run_path(path, run_name="__main__")
+    namespace = runpy.run_path(path, run_name="__main__")
+    if flax_mnist:
+        run_flax_mnist(namespace, "flax_workdir")
 
 
 if __name__ == "__main__":

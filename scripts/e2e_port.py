@@ -10,10 +10,11 @@
 
 * Corpus (`crates/tpuport-lint/resources/corpus`, real public scripts): every script is ported
   to its target and the result must pass `pyflakes` with no undefined name. The ones that can
-  run here (torchvision / JAX scripts whose data can be synthesized) run before and after the
-  port through `scripts/e2e_corpus_runner.py` (tiny synthetic data, same patches both times):
-  originals in the project venv, torch_xla ports in `.venv-xla` with `PJRT_DEVICE=CPU`, JAX on
-  8 fake CPU devices. Every loss (or accuracy) they print must agree within RTOL.
+  run here (torchvision / Keras / JAX scripts whose data can be synthesized) run before and
+  after the port through `scripts/e2e_corpus_runner.py` (tiny synthetic data, same patches both
+  times): originals in the project venv, torch_xla ports in `.venv-xla` with `PJRT_DEVICE=CPU`,
+  tf-tpu ports on TensorFlow's CPU in the project venv, JAX on 8 fake CPU devices. Every loss
+  (or accuracy) they print must agree within RTOL.
 
 Each e2e script prints `final_loss <x>` last. Exit 0 when every part passes, 1 when one fails.
 """
@@ -33,10 +34,35 @@ CORPUS = REPO / "crates" / "tpuport-lint" / "resources" / "corpus"
 RUNNER = REPO / "scripts" / "e2e_corpus_runner.py"
 LOSS = r"[Ll]oss(?:_[DG])?: ([0-9][0-9.e+-]*)"
 ACCURACY = r"accuracy ([0-9][0-9.e+-]*)"
+# Keras prints each epoch's last training loss before `val_accuracy`, then `val_loss`, and the
+# script prints `Test loss:`; the in-epoch progress values depend on timing and are skipped.
+KERAS_LOSS = r"(?:- loss: ([0-9][0-9.e+-]*) - val_|val_loss: ([0-9][0-9.e+-]*)|Test loss: ([0-9][0-9.e+-]*))"
+# The Flax MNIST example logs `train_loss: x, ..., test_loss: y` per epoch.
+FLAX_LOSS = r"(?:train_loss|test_loss): ([0-9][0-9.e+-]*)"
 # Corpus scripts that run here: (file, arguments, what to compare). The others are checked with
-# pyflakes only: they need a GPU cluster launch (mp.spawn + NCCL), modules of their repository
-# (super_resolution's model/data), TensorFlow / Flax / tensorflow_datasets (not installed), or
-# hub downloads (transformers), or never move to the device (regression).
+# pyflakes only, for these reasons (TensorFlow and Keras are in .venv from
+# scripts/requirements.txt; flax is in scripts/requirements-exports.txt, which e2e-port does
+# not install):
+# - pytorch_examples_ddp_multigpu.py: launched by mp.spawn with one process per CUDA GPU
+#   (torch.cuda.device_count()) and NCCL; no GPU here;
+# - pytorch_examples_super_resolution.py: imports `model` and `data` from its repository
+#   (not kept in the corpus) and downloads BSDS300;
+# - pytorch_examples_regression.py: loops until the loss of random data falls under 1e-3
+#   (`for batch_idx in count(1)`), its length depends on the draw, and it never uses a device;
+# - transformers_run_glue_no_trainer.py: model, tokenizer and GLUE data from the Hugging Face
+#   hub (no network here);
+# - keras_io_wide_deep_cross_networks.py: reads the Covertype CSV from archive.ics.uci.edu
+#   with pandas (no network), `plot_model` needs pydot and graphviz, and the port drops the last
+#   partial batch (TPU110 `.rebatch(..., drop_remainder=True)`), so its loss differs on purpose;
+# - tensorflow_tpu_cifar_keras.py: TF1 code (`tensorflow.contrib`, `TPUEstimator`), which
+#   TensorFlow 2 no longer has;
+# - flax_mnist_train.py runs when flax is installed (`make stablehlo-exports` installs it from
+#   scripts/requirements-exports.txt; e2e-port does not): tensorflow_datasets, ml_collections
+#   and orbax.export are in no requirements file, so the runner stands in for them (synthetic
+#   MNIST from tfds.load, a dict config, no export) and calls train_and_evaluate itself, as
+#   the example's main.py (not in the corpus) does;
+# - flax_imagenet_train.py, flax_vae_train.py: import `input_pipeline`, `models` (and `utils`)
+#   from their repository, plus clu / orbax / tensorflow_datasets.
 CORPUS_RUNS = [
     ("pytorch_examples_mnist.py", ["--epochs", "1", "--batch-size", "16", "--test-batch-size",
                                    "32", "--log-interval", "1", "--lr", "0.1"], LOSS),
@@ -47,6 +73,8 @@ CORPUS_RUNS = [
     ("pytorch_tutorials_quickstart.py", [], LOSS),
     ("pytorch_examples_dcgan.py", ["--dataset", "fake", "--niter", "1", "--batchSize", "8",
                                    "--workers", "0", "--outf", "dcgan_out", "--manualSeed", "1"], LOSS),
+    ("keras_io_mnist_convnet.py", [], KERAS_LOSS),
+    ("flax_mnist_train.py", [], FLAX_LOSS),
     ("jax_mnist_classifier.py", [], ACCURACY),
     ("jax_spmd_mnist_classifier.py", [], ACCURACY),
 ]
@@ -181,7 +209,9 @@ def manifest():
 
 
 def series(out, pattern):
-    return [float(x) for x in re.findall(pattern, out)]
+    found = re.findall(pattern, out)
+    # A pattern with several groups gives tuples: the one group that matched.
+    return [float(x if isinstance(x, str) else next(g for g in x if g)) for x in found]
 
 
 def corpus_part(args, tmp):
@@ -217,15 +247,23 @@ def corpus_part(args, tmp):
     jax_env = dict(os.environ, JAX_PLATFORMS="cpu",
                    XLA_FLAGS="--xla_force_host_platform_device_count=8"
                              " --xla_cpu_collective_call_terminate_timeout_seconds=20")
-    for name, script_args, pattern in CORPUS_RUNS:
+    has_flax = subprocess.run([python, "-c", "import flax"], capture_output=True,
+                              check=False).returncode == 0
+    runs = [r for r in CORPUS_RUNS if args.only is None or r[0] in args.only]
+    for name, script_args, pattern in runs:
+        if name.startswith("flax_") and not has_flax:
+            print(f"  NOT RUN {name}: flax is not installed in {python} "
+                  "(`make stablehlo-exports` installs it)")
+            continue
         is_jax = targets[name] == "jax"
+        on_venv = is_jax or targets[name] == "tf-tpu"
         results = []
         for side in ("orig", "port"):
             cwd = work / side
             (cwd / "results").mkdir(exist_ok=True)
             if is_jax:
                 py, env = python, jax_env
-            elif side == "orig":
+            elif on_venv or side == "orig":
                 py, env = python, None
             else:
                 py, env = xla_py, dict(os.environ, PJRT_DEVICE="CPU")
@@ -273,11 +311,21 @@ def main():
     ap.add_argument("--tpuport", default=str(REPO / "target/release/tpuport"))
     ap.add_argument("--python", default=str(REPO / ".venv/bin/python"))
     ap.add_argument("--xla-python", default=str(REPO / ".venv-xla/bin/python"))
+    ap.add_argument("--only", help="comma-separated corpus scripts: run only the corpus part "
+                    "(every script is still ported and checked with pyflakes) and, of its runs, "
+                    "only these scripts; `all` for every run")
     args = ap.parse_args()
+    parts = (("jax", jax_part), ("torch_xla", torch_part), ("corpus", corpus_part))
+    if args.only is not None:
+        names = {r[0] for r in CORPUS_RUNS}
+        args.only = names if args.only == "all" else set(args.only.split(","))
+        unknown = args.only - names
+        if unknown:
+            sys.exit(f"error: --only: not in CORPUS_RUNS: {', '.join(sorted(unknown))}")
+        parts = parts[2:]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, part in (("jax", jax_part), ("torch_xla", torch_part),
-                           ("corpus", corpus_part)):
+        for name, part in parts:
             try:
                 results[name] = part(args, tmp)
             except (RuntimeError, subprocess.TimeoutExpired) as e:

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use tpuport_python::ast::{Expr, ExprKind, Module, Stmt, StmtKind};
+use tpuport_python::ast::{Call, Expr, ExprKind, Module, Stmt, StmtKind};
 use tpuport_python::visitor::{Visitor, walk_expr, walk_stmt};
 use tpuport_python::{ParsedModule, Span};
 
@@ -154,6 +154,29 @@ impl<'a> Checker<'a> {
     /// The expression enclosing the one being visited.
     pub(crate) fn parent_expr(&self) -> Option<&'a Expr> {
         self.exprs.len().checked_sub(2).map(|i| self.exprs[i])
+    }
+
+    /// The methods chained onto `expr` (the expression being visited or one enclosing it), outwards:
+    /// for `ds.batch(8).prefetch(2)` visited at `ds.batch(8)`, the `prefetch(2)` call.
+    pub(crate) fn chained_calls(&self, expr: &Expr) -> Vec<(&'a str, &'a Call)> {
+        let mut out = Vec::new();
+        let mut cur = expr.span;
+        let start = expr.span;
+        let mut it = self.exprs.iter().rev().copied().skip_while(move |e| e.span != start).skip(1);
+        while let Some(attr) = it.next() {
+            let ExprKind::Attribute { value, attr: name } = &attr.kind else { break };
+            if value.span != cur {
+                break;
+            }
+            let Some(call_expr) = it.next() else { break };
+            let ExprKind::Call(call) = &call_expr.kind else { break };
+            if call.func.span != attr.span {
+                break;
+            }
+            out.push((name.name.as_str(), call));
+            cur = call_expr.span;
+        }
+        out
     }
 
     /// Whether `span` is the target of an assignment (`x[mask] = 0`).

@@ -132,6 +132,7 @@ rule_table! {
     "TPU107", Stable, recompilation::boolean_mask_index::BooleanMaskIndex;
     "TPU108", Stable, recompilation::tensor_control_flow::TensorControlFlow;
     "TPU109", Stable, recompilation::unique_without_size::UniqueWithoutSize;
+    "TPU110", Stable, recompilation::make_csv_dataset_partial_batch::MakeCsvDatasetPartialBatch;
     "TPU201", Stable, host_sync::item_in_step_loop::ItemInStepLoop;
     "TPU202", Stable, host_sync::cpu_in_step_loop::CpuInStepLoop;
     "TPU203", Stable, host_sync::numpy_in_step_loop::NumpyInStepLoop;
@@ -169,6 +170,7 @@ rule_table! {
     "TPU603", Stable, input_pipeline::tf_py_function::TfPyFunction;
     "TPU604", Preview, input_pipeline::dataloader_without_device_loader::DataloaderWithoutDeviceLoader;
     "TPU605", Preview, input_pipeline::keras_compile_without_steps_per_execution::KerasCompileWithoutStepsPerExecution;
+    "TPU606", Stable, input_pipeline::prefetch_before_batch::PrefetchBeforeBatch;
     "TPU701", Stable, jax::jit_in_loop::JitInLoop;
     "TPU702", Stable, jax::missing_donate_argnums::MissingDonateArgnums;
     "TPU703", Stable, jax::host_array_in_step_loop::HostArrayInStepLoop;

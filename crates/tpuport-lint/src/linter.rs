@@ -28,7 +28,18 @@ pub struct LintResult {
 #[must_use]
 pub fn lint_parsed(source: &str, parsed: &ParsedModule, rules: &RuleSet) -> LintResult {
     let semantic = Semantic::build(parsed.module(), source);
-    let mut diagnostics = Checker::new(source, parsed, &semantic, rules).run();
+    lint_with_semantic(source, parsed, &semantic, rules)
+}
+
+/// [`lint_parsed`] with the semantic model of `parsed` already built (the port builds it once
+/// per pass for its recipes and the lint).
+pub(crate) fn lint_with_semantic(
+    source: &str,
+    parsed: &ParsedModule,
+    semantic: &Semantic,
+    rules: &RuleSet,
+) -> LintResult {
+    let mut diagnostics = Checker::new(source, parsed, semantic, rules).run();
     let noqa = NoqaMap::new(parsed);
     diagnostics.retain(|d| !noqa.suppresses(parsed.lines(), d));
     diagnostics.sort_by_key(|d| (d.span.start, d.rule, d.span.end));

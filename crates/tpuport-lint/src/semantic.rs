@@ -91,8 +91,9 @@ pub(crate) struct Semantic {
     pub(crate) jitted: HashMap<String, JitInfo>,
     pub(crate) step_functions: HashSet<String>,
     pub(crate) step_loops: HashSet<Span>,
-    /// `(scope, name)` pairs bound to tensors (see [`crate::scope`]).
-    pub(crate) tensor_names: HashSet<(u32, String)>,
+    /// Names bound to tensors, with the scopes that bind them so (see [`crate::scope`]); keyed
+    /// by name so a lookup does not allocate.
+    pub(crate) tensor_names: HashMap<String, HashSet<u32>>,
     /// Names (or `self.attr` chains) bound to a `torch.utils.data.DataLoader(...)`, parameters
     /// annotated as one, and parameters named like one (`dataloader`, `train_loader`); minus
     /// those rebound from `accelerator.prepare(...)`, which places batches itself.
@@ -105,6 +106,10 @@ pub(crate) struct Semantic {
     /// `(scope, name)`s whose value could not be followed (anything but a dict display or
     /// `dict(...)`).
     opaque_dicts: HashSet<(u32, String)>,
+    /// Assignments of `(scope, name)`, in source order: (end of the statement, whether the value is a
+    /// `tf.data` chain that prefetches after its last batching step, see
+    /// [`crate::rules::input_pipeline::prefetch_before_batch`]).
+    pub(crate) prefetched: HashMap<(u32, String), Vec<(u32, bool)>>,
     /// Bindings per scope.
     pub(crate) scopes: Scopes,
     /// Whether a `device` variable exists.
@@ -194,6 +199,38 @@ impl Semantic {
     /// → `numpy.float64`; `None` when the chain does not start at an imported name.
     #[must_use]
     pub(crate) fn qualified_name(&self, expr: &Expr) -> Option<String> {
+        // The attribute names, outermost first, gathered without a vector (hot: rules and the
+        // tensor inference ask it of every call).
+        let mut attrs: [&str; 16] = [""; 16];
+        let mut n = 0;
+        let mut cur = expr;
+        let root = loop {
+            match &cur.kind {
+                ExprKind::Attribute { value, attr } => {
+                    if n == attrs.len() {
+                        return self.qualified_name_slow(expr);
+                    }
+                    attrs[n] = attr.name.as_str();
+                    n += 1;
+                    cur = value;
+                }
+                ExprKind::Name(name) => break name.as_str(),
+                _ => return None,
+            }
+        };
+        let head = self.imports.get(root)?;
+        let len = head.len() + attrs[..n].iter().map(|a| a.len() + 1).sum::<usize>();
+        let mut out = String::with_capacity(len);
+        out.push_str(head);
+        for a in attrs[..n].iter().rev() {
+            out.push('.');
+            out.push_str(a);
+        }
+        Some(out)
+    }
+
+    /// [`Self::qualified_name`] for chains of more than 16 attributes.
+    fn qualified_name_slow(&self, expr: &Expr) -> Option<String> {
         let parts = expr.dotted_parts()?;
         let head = self.imports.get(parts[0])?;
         let mut out = head.clone();
@@ -207,7 +244,46 @@ impl Semantic {
     /// Whether `expr` resolves to one of `names` (qualified).
     #[must_use]
     pub(crate) fn resolves_to(&self, expr: &Expr, names: &[&str]) -> bool {
-        self.qualified_name(expr).is_some_and(|q| names.contains(&q.as_str()))
+        // The attribute names of the chain, outermost first, without allocating (every rule
+        // asks this of every call).
+        let mut attrs: [&str; 16] = [""; 16];
+        let mut n = 0;
+        let mut cur = expr;
+        let root = loop {
+            match &cur.kind {
+                ExprKind::Attribute { value, attr } => {
+                    let Some(slot) = attrs.get_mut(n) else {
+                        return self
+                            .qualified_name(expr)
+                            .is_some_and(|q| names.contains(&q.as_str()));
+                    };
+                    *slot = attr.name.as_str();
+                    n += 1;
+                    cur = value;
+                }
+                ExprKind::Name(name) => break name.as_str(),
+                _ => return false,
+            }
+        };
+        // Most calls are methods no wanted name ends with (`x.view`, `opt.step`): no lookup.
+        if n > 0
+            && !names
+                .iter()
+                .any(|w| w.strip_suffix(attrs[0]).is_some_and(|rest| rest.ends_with('.')))
+        {
+            return false;
+        }
+        let Some(head) = self.imports.get(root) else { return false };
+        names.iter().any(|want| {
+            let Some(mut rest) = want.strip_prefix(head.as_str()) else { return false };
+            for a in attrs[..n].iter().rev() {
+                let Some(r) = rest.strip_prefix('.').and_then(|r| r.strip_prefix(a)) else {
+                    return false;
+                };
+                rest = r;
+            }
+            rest.is_empty()
+        })
     }
 
     /// What the local name `name` was imported as (`tf` → `tensorflow`).
@@ -220,6 +296,21 @@ impl Semantic {
     #[must_use]
     pub(crate) fn is_imported(&self, name: &str) -> bool {
         self.imports.contains_key(name)
+    }
+
+    /// Whether the last assignment to `name` before `offset`, in the scope that binds it
+    /// there, is a `tf.data` chain ending in `prefetch` after its last batching step.
+    pub(crate) fn prefetched_at(&self, name: &str, offset: u32) -> bool {
+        let here = self.scopes.scope_at(offset);
+        let Some(scope) = self.scopes.lookup_chain(here).find(|s| self.scopes.binds(*s, name))
+        else {
+            return false;
+        };
+        self.prefetched.get(&(scope, name.to_owned())).is_some_and(|v| {
+            let before = v.iter().rfind(|(at, _)| *at < offset);
+            // A function body runs after the module binds its globals: use the last one.
+            before.or_else(|| if scope == here { None } else { v.last() }).is_some_and(|x| x.1)
+        })
     }
 
     /// Whether `call` marks a training / evaluation step.
@@ -274,7 +365,7 @@ impl Semantic {
     /// it decides.
     fn is_tensor_name(&self, n: &str, scope: u32) -> bool {
         for s in self.scopes.lookup_chain(scope) {
-            if self.tensor_names.contains(&(s, n.to_owned())) {
+            if self.tensor_names.get(n).is_some_and(|scopes| scopes.contains(&s)) {
                 return true;
             }
             if self.scopes.binds(s, n) {
@@ -654,6 +745,18 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                     && let Some(n) = t.as_name()
                 {
                     let key = (self.sem.scopes.scope_at(stmt.span.start), n.to_owned());
+                    use crate::rules::input_pipeline::prefetch_before_batch::{Scan, scan};
+                    let prefetched = match scan(value) {
+                        Scan::Prefetch(..) => true,
+                        // `ds = ds.shuffle(8)` keeps what `ds` was.
+                        Scan::Root(r) => self.sem.prefetched_at(r, stmt.span.start),
+                        Scan::Other => false,
+                    };
+                    self.sem
+                        .prefetched
+                        .entry(key.clone())
+                        .or_default()
+                        .push((stmt.span.end, prefetched));
                     let mut entries = Vec::new();
                     if dict_entries(value, &mut entries) {
                         self.sem.dicts.entry(key).or_default().extend(entries);
@@ -819,8 +922,12 @@ impl TensorCollector<'_> {
     }
 
     fn add(&mut self, name: &str) {
-        let key = (self.current(), name.to_owned());
-        if self.sem.tensor_names.insert(key) {
+        let scope = self.current();
+        let scopes = match self.sem.tensor_names.get_mut(name) {
+            Some(s) => s,
+            None => self.sem.tensor_names.entry(name.to_owned()).or_default(),
+        };
+        if scopes.insert(scope) {
             self.changed = true;
         }
     }

@@ -1,7 +1,5 @@
 //! Which rules run: `--select` / `--ignore` by code or prefix, preview gating.
 
-use std::collections::BTreeSet;
-
 use crate::codes::{Rule, RuleStatus};
 use crate::error::LintError;
 
@@ -35,7 +33,8 @@ impl Selector {
 /// The enabled rules.
 #[derive(Clone, Debug)]
 pub struct RuleSet {
-    enabled: BTreeSet<Rule>,
+    /// Indexed by `Rule as usize` (a lookup per check and per report).
+    enabled: Vec<bool>,
 }
 
 impl RuleSet {
@@ -46,13 +45,13 @@ impl RuleSet {
         let enabled = Rule::ALL
             .iter()
             .copied()
-            .filter(|r| {
+            .map(|r| {
                 let selected =
-                    if select.is_empty() { true } else { select.iter().any(|s| s.matches(*r)) };
+                    if select.is_empty() { true } else { select.iter().any(|s| s.matches(r)) };
                 let status_ok = r.status() == RuleStatus::Stable
                     || preview
-                    || select.iter().any(|s| s.is_exact(*r));
-                selected && status_ok && !ignore.iter().any(|s| s.matches(*r))
+                    || select.iter().any(|s| s.is_exact(r));
+                selected && status_ok && !ignore.iter().any(|s| s.matches(r))
             })
             .collect();
         RuleSet { enabled }
@@ -61,19 +60,23 @@ impl RuleSet {
     /// Every rule, preview included.
     #[must_use]
     pub fn all() -> RuleSet {
-        RuleSet { enabled: Rule::ALL.iter().copied().collect() }
+        RuleSet { enabled: vec![true; Rule::ALL.len()] }
     }
 
     /// Exactly these rules.
     #[must_use]
     pub fn only(rules: &[Rule]) -> RuleSet {
-        RuleSet { enabled: rules.iter().copied().collect() }
+        let mut enabled = vec![false; Rule::ALL.len()];
+        for r in rules {
+            enabled[*r as usize] = true;
+        }
+        RuleSet { enabled }
     }
 
     /// Whether `rule` runs.
     #[must_use]
     pub fn enabled(&self, rule: Rule) -> bool {
-        self.enabled.contains(&rule)
+        self.enabled[rule as usize]
     }
 }
 

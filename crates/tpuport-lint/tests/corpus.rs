@@ -1,8 +1,9 @@
 //! Precision and recall of `check` on the corpus of real public training scripts
 //! (`resources/corpus`, see its README): every rule (preview included) runs on each script and
-//! its findings are scored against the script's `.expect` file. Prints one line per script and
-//! fails below 95 % precision or 85 % recall over the whole corpus; also checks that `port` on
-//! every script is idempotent.
+//! its findings are scored against the script's `.expect` file. Prints one line per script,
+//! keeps the per-script table in `docs/port.md` current (`TPUPORT_UPDATE_DOCS=1` rewrites it)
+//! and fails below 95 % precision or 85 % recall over the whole corpus; also checks that `port`
+//! on every script is idempotent.
 
 #![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, reason = "tests")]
 
@@ -92,6 +93,11 @@ fn check_precision_and_recall_on_the_corpus() {
     let rules = RuleSet::all();
     let mut total = Score::default();
     let mut report = String::new();
+    let mut table = String::from(
+        "| Script | Repository | Expected | Found | Findings | True findings | Precision | Recall |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut notes = String::new();
     for (file, _) in &files {
         let source = std::fs::read_to_string(corpus().join(file)).unwrap();
         let expect = read_expectations(&corpus().join(file.replace(".py", ".expect")));
@@ -133,7 +139,18 @@ fn check_precision_and_recall_on_the_corpus() {
             ratio(s.true_findings, s.findings),
             ratio(s.found, s.expected),
         ));
+        table.push_str(&format!(
+            "| `{file}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            repo_of(file),
+            s.expected,
+            s.found,
+            s.findings,
+            s.true_findings,
+            ratio(s.true_findings, s.findings),
+            ratio(s.found, s.expected),
+        ));
         for m in misses {
+            notes.push_str(&format!("- `{file}`: {}\n", m.trim()));
             report.push_str(&m);
             report.push('\n');
         }
@@ -155,6 +172,28 @@ fn check_precision_and_recall_on_the_corpus() {
         precision * 100.0,
         recall * 100.0
     );
+    table.push_str(&format!(
+        "| **total** ({} scripts, {} repositories) | | {} | {} | {} | {} | {:.1} % | {:.1} % |\n",
+        files.len(),
+        repos.len(),
+        total.expected,
+        total.found,
+        total.findings,
+        total.true_findings,
+        precision * 100.0,
+        recall * 100.0
+    ));
+    if notes.is_empty() {
+        notes.push_str("- none\n");
+    }
+    let doc = format!("\n{table}\nMissed expectations and false alarms:\n\n{notes}\n");
+    tpuport_testkit::docs::check_region(
+        &tpuport_testkit::repo_root().join("docs/port.md"),
+        "<!-- corpus-table:begin -->\n",
+        "<!-- corpus-table:end -->",
+        &doc,
+        "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint --test corpus",
+    );
     assert!(
         precision >= MIN_PRECISION && recall >= MIN_RECALL,
         "precision {:.1} % (min {:.0} %), recall {:.1} % (min {:.0} %)\n{report}",
@@ -163,6 +202,18 @@ fn check_precision_and_recall_on_the_corpus() {
         recall * 100.0,
         MIN_RECALL * 100.0
     );
+}
+
+/// The repository column of MANIFEST.tsv for `file`.
+fn repo_of(file: &str) -> String {
+    std::fs::read_to_string(corpus().join("MANIFEST.tsv"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let mut cols = l.split('\t');
+            (cols.next() == Some(file)).then(|| cols.next().unwrap_or("").to_owned())
+        })
+        .unwrap_or_default()
 }
 
 fn ratio(a: usize, b: usize) -> String {

@@ -309,3 +309,54 @@ fn ported_device_choice_is_unconditional() {
     assert!(out.contains("pl.MpDeviceLoader(loader, device)"), "{out}");
     assert!(out.contains("import torch_xla.distributed.parallel_loader as pl\n"), "{out}");
 }
+
+/// Every corpus script (real public training scripts, `crates/tpuport-lint/resources/corpus`)
+/// ported twice through the CLI with `--write`, with and without `--preview`: the second port
+/// reports no change and leaves the file byte for byte as the first wrote it.
+#[test]
+fn port_write_twice_changes_nothing_on_the_corpus() {
+    let corpus = repo().join("crates/tpuport-lint/resources/corpus");
+    let manifest = std::fs::read_to_string(corpus.join("MANIFEST.tsv")).unwrap();
+    let rows: Vec<(String, String)> = manifest
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            (cols[0].to_owned(), cols[6].to_owned())
+        })
+        .collect();
+    assert!(rows.len() >= 15, "{} corpus scripts", rows.len());
+    let mut ported = 0;
+    for (file, target) in &rows {
+        for preview in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(file);
+            std::fs::copy(corpus.join(file), &path).unwrap();
+            let mut args = vec!["port", file.as_str(), "--to", target.as_str(), "--write"];
+            if preview {
+                args.push("--preview");
+            }
+            let o = run(&args, dir.path());
+            assert!(o.status.code().is_some_and(|c| c <= 1), "{file}: {}", stderr(&o));
+            let once = std::fs::read_to_string(&path).unwrap();
+            ported += usize::from(once != std::fs::read_to_string(corpus.join(file)).unwrap());
+            args.extend(["--format", "json"]);
+            let o = run(&args, dir.path());
+            assert!(o.status.code().is_some_and(|c| c <= 1), "{file}: {}", stderr(&o));
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let twice = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(
+                once, twice,
+                "{file}: a second `port --to {target} --write` (preview {preview}) changed the file"
+            );
+            assert_eq!(v["files"][0]["changed"], false, "{file} (preview {preview}): {v}");
+            assert!(
+                v["files"][0]["changes"].as_array().unwrap().is_empty(),
+                "{file} (preview {preview}): {v}"
+            );
+        }
+    }
+    // The first port did rewrite: this is not a test of files the port leaves alone.
+    assert!(ported >= rows.len(), "only {ported} of {} ports changed a file", 2 * rows.len());
+}

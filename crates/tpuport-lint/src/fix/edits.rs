@@ -32,6 +32,43 @@ pub fn remove_argument(source: &str, call: &Call, span: Span) -> Edit {
     }
 }
 
+/// Removes the arguments at `remove` from `call`, each with the comma that separates it: one
+/// edit per run of adjacent removed arguments, so the edits never overlap and apply together.
+#[must_use]
+pub fn remove_arguments(source: &str, call: &Call, remove: &[Span]) -> Vec<Edit> {
+    let spans = argument_spans(call);
+    let gone: Vec<bool> = spans.iter().map(|s| remove.contains(s)).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < spans.len() {
+        if !gone[i] {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j + 1 < spans.len() && gone[j + 1] {
+            j += 1;
+        }
+        out.push(if let Some(next) = spans.get(j + 1) {
+            Edit::delete(Span::new(spans[i].start, next.start))
+        } else if i > 0 {
+            Edit::delete(Span::new(spans[i - 1].end, spans[j].end))
+        } else {
+            // Every argument: drop them and any trailing comma up to `)`.
+            let close = call.arguments_span.end.saturating_sub(1);
+            let tail = Span::new(spans[j].end, close).slice(source);
+            let end = if tail.trim().trim_start_matches(',').trim().is_empty() {
+                close
+            } else {
+                spans[j].end
+            };
+            Edit::delete(Span::new(spans[i].start, end))
+        });
+        i = j + 1;
+    }
+    out
+}
+
 /// Appends `text` (e.g. `drop_last=True`) as the last argument of `call`.
 #[must_use]
 pub fn append_argument(call: &Call, text: &str) -> Edit {
@@ -116,4 +153,50 @@ pub fn add_import(source: &str, module: &Module, line: &str) -> Option<Edit> {
     let offset = import_insertion_offset(source, module);
     let prefix = if offset > 0 && !source[..offset as usize].ends_with('\n') { "\n" } else { "" };
     Some(Edit::insert(offset, format!("{prefix}{line}\n")))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
+mod tests {
+    use tpuport_python::ast::StmtKind;
+    use tpuport_python::parse_module;
+
+    use super::remove_arguments;
+
+    /// `src` (one call statement) with the keyword arguments named in `names` removed.
+    fn without(src: &str, names: &[&str]) -> String {
+        let parsed = parse_module(src).unwrap();
+        let StmtKind::Expr(e) = &parsed.module().body[0].kind else { panic!("{src}") };
+        let call = e.as_call().unwrap();
+        let spans: Vec<_> = call
+            .keywords
+            .iter()
+            .filter(|k| k.arg.as_ref().is_some_and(|a| names.contains(&a.name.as_str())))
+            .map(|k| k.span)
+            .collect();
+        let mut edits = remove_arguments(src, call, &spans);
+        edits.sort_by_key(|e| e.range.start);
+        let mut out = src.to_owned();
+        for e in edits.iter().rev() {
+            assert!(
+                edits
+                    .iter()
+                    .filter(|o| o.range.start < e.range.end && e.range.start < o.range.end)
+                    .count()
+                    <= 1
+            );
+            out.replace_range(e.range.start as usize..e.range.end as usize, &e.content);
+        }
+        out
+    }
+
+    #[test]
+    fn adjacent_arguments_go_in_one_edit() {
+        let names = ["rank", "world_size"];
+        assert_eq!(without("f('xla', rank=r, world_size=w)\n", &names), "f('xla')\n");
+        assert_eq!(without("f('xla', rank=r, world_size=w, x=1)\n", &names), "f('xla', x=1)\n");
+        assert_eq!(without("f('xla', rank=r, x=1, world_size=w)\n", &names), "f('xla', x=1)\n");
+        assert_eq!(without("f(rank=r, world_size=w,)\n", &names), "f()\n");
+        assert_eq!(without("f(a, b=2)\n", &names), "f(a, b=2)\n");
+    }
 }

@@ -19,7 +19,7 @@ use tpuport_python::{ParsedModule, Span, parse_module};
 
 use crate::codes::{Rule, RuleStatus};
 use crate::fix::{Applicability, Edit};
-use crate::linter::lint_parsed;
+use crate::linter::{lint_parsed, lint_with_semantic};
 use crate::semantic::Semantic;
 use crate::settings::RuleSet;
 
@@ -78,6 +78,8 @@ impl Target {
                 Rule::KerasLossScaleOptimizer,
                 Rule::TfDataWithoutPrefetch,
                 Rule::KerasCompileWithoutStepsPerExecution,
+                Rule::MakeCsvDatasetPartialBatch,
+                Rule::PrefetchBeforeBatch,
             ],
             Target::Jax => &[Rule::ExperimentalShardMap, Rule::ShardMapCheckRep],
         }
@@ -210,6 +212,9 @@ pub fn port_source_with(
     let mut seen_notes: HashSet<String> = HashSet::new();
     let fix_rules = RuleSet::only(&target.fix_rules(options.preview));
     let mut passes = 0;
+    // The semantic model of `current` when the last pass changed nothing: the final lint
+    // reuses it.
+    let mut settled: Option<Semantic> = None;
     for _ in 0..MAX_PASSES {
         passes += 1;
         let semantic = Semantic::build(parsed.module(), &current);
@@ -219,7 +224,7 @@ pub fn port_source_with(
         for r in recipes(target) {
             r(&ctx, &mut proposals, &mut pass_notes);
         }
-        for d in lint_parsed(&current, &parsed, &fix_rules).diagnostics {
+        for d in lint_with_semantic(&current, &parsed, &semantic, &fix_rules).diagnostics {
             if let Some(f) = d.fix.filter(|f| f.applies(Applicability::Unsafe)) {
                 let what = d.help.clone().unwrap_or_else(|| d.message.clone());
                 proposals.push(Proposal {
@@ -233,8 +238,14 @@ pub fn port_source_with(
                 notes.push(n);
             }
         }
-        let Some((next, applied, taken)) = apply(&current, proposals) else { break };
-        let Ok(next_parsed) = parse_module(&next) else { break };
+        let Some((next, applied, taken)) = apply(&current, proposals) else {
+            settled = Some(semantic);
+            break;
+        };
+        let Ok(next_parsed) = parse_module(&next) else {
+            settled = Some(semantic);
+            break;
+        };
         changes.extend(applied);
         let mut offsets: Vec<&mut u32> = changes
             .iter_mut()
@@ -267,11 +278,16 @@ pub fn port_source_with(
         }
         current = next;
         parsed = p;
+        settled = None;
     }
     // What the linter still finds, plus recipe notes, is the manual list.
     let all = RuleSet::new(&[], &[], true);
     let lines = parsed.lines();
-    let mut manual: Vec<ManualStep> = lint_parsed(&current, &parsed, &all)
+    let remaining = match &settled {
+        Some(semantic) => lint_with_semantic(&current, &parsed, semantic, &all),
+        None => lint_parsed(&current, &parsed, &all),
+    };
+    let mut manual: Vec<ManualStep> = remaining
         .diagnostics
         .into_iter()
         .map(|d| {
@@ -335,19 +351,43 @@ fn shift_all(offsets: &mut [&mut u32], edits: &[Edit]) {
 
 type Applied = (String, Vec<(u32, String)>, Vec<Edit>);
 
+/// Whether `e` inserts whole `import` / `from` lines (what [`Ctx::add_import`] proposes, at the
+/// file's one import insertion point).
+fn is_import_insertion(e: &Edit) -> bool {
+    let lines = e.content.trim_start_matches('\n');
+    e.range.is_empty()
+        && lines.ends_with('\n')
+        && lines.lines().all(|l| l.starts_with("import ") || l.starts_with("from "))
+}
+
+/// Whether the import insertion `merged` already adds every line of `e`.
+fn imports_contain(merged: &Edit, e: &Edit) -> bool {
+    e.content.lines().filter(|l| !l.is_empty()).all(|l| merged.content.lines().any(|m| m == l))
+}
+
 /// Applies non-overlapping proposals in start order; returns the new text,
 /// `(offset, description)` of each applied proposal and the edits taken.
+///
+/// Insertions of import lines at the same offset do not clash: they are merged (each line
+/// once, in the order the proposals come), so proposals that only share the import insertion
+/// point all apply in one pass instead of one per pass.
 fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
     use std::collections::BTreeMap;
     proposals.sort_by_key(|p| p.edits.iter().map(|e| e.range.start).min().unwrap_or(0));
     // Taken ranges by start (an insertion is an empty range); equal edits are shared.
     let mut taken: BTreeMap<(u32, u32), Edit> = BTreeMap::new();
     let mut applied = Vec::new();
+    let shared = |taken: &BTreeMap<(u32, u32), Edit>, e: &Edit| {
+        taken.get(&(e.range.start, e.range.end)).is_some_and(|t| {
+            t == e || (is_import_insertion(e) && is_import_insertion(t) && imports_contain(t, e))
+        })
+    };
     let clashes = |taken: &BTreeMap<(u32, u32), Edit>, e: &Edit| {
         let (s, t) = (e.range.start, e.range.end);
         if s == t {
-            // An insertion clashes with another at the same offset or a range around it.
-            taken.contains_key(&(s, s))
+            // An insertion clashes with another at the same offset (but import lines merge)
+            // or a range around it.
+            taken.get(&(s, s)).is_some_and(|x| !(is_import_insertion(x) && is_import_insertion(e)))
                 || taken.range(..(s, 0)).next_back().is_some_and(|((_, te), _)| *te > s)
         } else {
             // Taken ranges do not overlap: only the last one starting before `t` can reach in.
@@ -355,12 +395,7 @@ fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
         }
     };
     for p in proposals {
-        let fresh: Vec<Edit> = p
-            .edits
-            .iter()
-            .filter(|e| taken.get(&(e.range.start, e.range.end)) != Some(e))
-            .cloned()
-            .collect();
+        let fresh: Vec<Edit> = p.edits.iter().filter(|e| !shared(&taken, e)).cloned().collect();
         if fresh.is_empty() {
             continue;
         }
@@ -376,7 +411,19 @@ fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
             .min();
         applied.push((at.unwrap_or_else(|| fresh[0].range.start), p.description));
         for e in fresh {
-            taken.insert((e.range.start, e.range.end), e);
+            match taken.get_mut(&(e.range.start, e.range.end)) {
+                Some(merged) => {
+                    for line in e.content.lines().filter(|l| !l.is_empty()) {
+                        if !merged.content.lines().any(|m| m == line) {
+                            merged.content.push_str(line);
+                            merged.content.push('\n');
+                        }
+                    }
+                }
+                None => {
+                    taken.insert((e.range.start, e.range.end), e);
+                }
+            }
         }
     }
     if taken.is_empty() {
@@ -397,4 +444,68 @@ fn apply(source: &str, mut proposals: Vec<Proposal>) -> Option<Applied> {
 /// Full span of a call expression `func(...)`.
 pub(crate) fn call_span(call: &tpuport_python::ast::Call) -> Span {
     Span::new(call.func.span.start, call.arguments_span.end)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::{Proposal, apply};
+    use crate::fix::Edit;
+    use tpuport_python::Span;
+
+    fn proposal(edits: Vec<Edit>, description: &str) -> Proposal {
+        Proposal { edits, description: description.to_owned() }
+    }
+
+    #[test]
+    fn import_insertions_at_one_offset_merge_in_one_pass() {
+        let src = "import torch\n\nx = a.cuda()\ny = b.cuda()\nz = c.cuda()\n";
+        let at = 13; // after `import torch\n`
+        let x = src.find("a.cuda()").unwrap() as u32;
+        let y = src.find("b.cuda()").unwrap() as u32;
+        let z = src.find("c.cuda()").unwrap() as u32;
+        let proposals = vec![
+            proposal(
+                vec![
+                    Edit::insert(at, "import torch_xla\n".to_owned()),
+                    Edit::replace(Span::new(x, x + 8), "a".to_owned()),
+                ],
+                "x",
+            ),
+            proposal(
+                vec![
+                    Edit::insert(at, "import torch_xla.core.xla_model as xm\n".to_owned()),
+                    Edit::replace(Span::new(y, y + 8), "b".to_owned()),
+                ],
+                "y",
+            ),
+            proposal(
+                vec![
+                    Edit::insert(at, "import torch_xla\n".to_owned()),
+                    Edit::replace(Span::new(z, z + 8), "c".to_owned()),
+                ],
+                "z",
+            ),
+        ];
+        let (out, applied, _) = apply(src, proposals).unwrap();
+        assert_eq!(
+            out,
+            "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\nx = a\ny = b\nz = c\n"
+        );
+        assert_eq!(applied.len(), 3);
+    }
+
+    #[test]
+    fn other_insertions_at_one_offset_still_clash() {
+        let src = "f(a)\n";
+        // Sorted by first edit: `third` (its import at 0) goes first and takes offset 3.
+        let proposals = vec![
+            proposal(vec![Edit::insert(3, ", drop_last=True")], "first"),
+            proposal(vec![Edit::insert(3, ", pin_memory=False")], "second"),
+            proposal(vec![Edit::insert(0, "import os\n"), Edit::insert(3, ", x=1")], "third"),
+        ];
+        let (out, applied, _) = apply(src, proposals).unwrap();
+        assert_eq!(out, "import os\nf(a, x=1)\n");
+        assert_eq!(applied.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>(), ["third"]);
+    }
 }

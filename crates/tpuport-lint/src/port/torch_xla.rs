@@ -293,16 +293,24 @@ fn xla_process_group(ctx: &Ctx<'_>, out: &mut Vec<Proposal>, _notes: &mut Vec<No
                         .semantic
                         .resolves_to(&call.func, &["torch.distributed.init_process_group"])
                         && call.arg(0, "backend").and_then(Expr::as_str) == Some("xla")
-                        && let Some(k) = call.keywords.iter().find(|k| {
-                            k.arg
-                                .as_ref()
-                                .is_some_and(|a| a.name == "rank" || a.name == "world_size")
-                        })
                     {
-                        self.out.push(Proposal {
-                                edits: vec![edits::remove_argument(self.ctx.source, call, k.span)],
+                        // `rank` and `world_size` together, in one pass.
+                        let gone: Vec<_> = call
+                            .keywords
+                            .iter()
+                            .filter(|k| {
+                                k.arg
+                                    .as_ref()
+                                    .is_some_and(|a| a.name == "rank" || a.name == "world_size")
+                            })
+                            .map(|k| k.span)
+                            .collect();
+                        if !gone.is_empty() {
+                            self.out.push(Proposal {
+                                edits: edits::remove_arguments(self.ctx.source, call, &gone),
                                 description: "`init_process_group(\"xla\")`: rank and world size come from the XLA runtime".to_owned(),
                             });
+                        }
                     }
                 }
                 self.visit_stmt(s);
