@@ -128,7 +128,11 @@ fn what_is_not_pointwise_stays_a_convolution() {
         "1x8x6x6",
     );
     assert!(for_cpu_with(&pw, true, false).is_none());
-    assert!(for_cpu(&pw).is_some());
+    assert!(for_cpu_with(&pw, true, true).is_some());
+    // and the 1×1 rewrite is opt-in: the default set leaves it alone
+    if std::env::var_os(tpuport_lower::rewrite::CPU_REWRITES_ENV).is_none() {
+        assert!(for_cpu(&pw).is_none());
+    }
 }
 
 /// torchvision MobileNetV2 and ResNet-50 (dynamo exports of the fixture set) at batch 2: every
