@@ -1,9 +1,14 @@
 //! The per-model batcher: a bounded priority queue and `instances` worker threads.
 //!
-//! A worker dispatches at once when no execution of the model is in flight (there is nothing
-//! to overlap with: waiting would only add the delay to a lone request); while one is, it
-//! waits until the queued rows fill the largest bucket or the oldest request has waited
-//! `max_queue_delay` (`wait_when_idle = true` restores Triton's rule: always wait). It takes
+//! A worker dispatches when the queued rows fill the largest bucket or the oldest request has
+//! waited `max_queue_delay` (Triton's rule), and sooner when no execution of the model is in
+//! flight and as many rows are queued as the previous batch held ("idle dispatch";
+//! `wait_when_idle = true` turns it off). The previous batch is the estimate of what is still
+//! coming: under one client at a time every batch is one row, so a lone request runs at once
+//! instead of waiting out the delay; under 16 clients the batches are 16 rows, so an idle model
+//! waits for 16 rather than running the first arrival alone and splitting every wave in two
+//! (that cost the MLP of `scripts/bench_serve.py` 13–17 % of its requests/s at concurrency
+//! 16–64 on 2026-12-05 when any queued row was dispatched at once). It takes
 //! rows in priority then arrival order (splitting a request larger than the largest bucket
 //! over several batches), pads them into the smallest bucket that fits, uploads, executes,
 //! downloads and hands each request its rows. Several workers
@@ -126,6 +131,8 @@ struct QState {
     items: usize,
     rows: usize,
     inflight: usize,
+    /// Rows of the batch dispatched last (0 before the first): idle dispatch waits for as many.
+    last_rows: usize,
     closed: bool,
 }
 
@@ -195,6 +202,7 @@ impl Batcher {
                 items: 0,
                 rows: 0,
                 inflight: 0,
+                last_rows: 0,
                 closed: false,
             }),
             cv: Condvar::new(),
@@ -333,9 +341,10 @@ fn next_batch(s: &Shared) -> Option<Vec<Piece>> {
         let oldest = st.levels.iter().filter_map(|l| l.front()).map(|i| i.enqueued).min();
         let now = Instant::now();
         let due = oldest.map_or(now, |t| t + s.knobs.max_delay);
-        // Nothing executing: a batch now costs no overlap, and the requests that arrive while
-        // it runs form the next one.
-        let idle = st.inflight == 0 && !s.knobs.wait_when_idle;
+        // Nothing executing and the rows the last batch had are here: a batch now costs no
+        // overlap, and the requests that arrive while it runs form the next one.
+        let idle =
+            st.inflight == 0 && !s.knobs.wait_when_idle && st.rows >= st.last_rows.min(max_rows);
         if st.rows >= max_rows || now >= due || st.closed || !s.model.batched || idle {
             break;
         }
@@ -366,6 +375,7 @@ fn next_batch(s: &Shared) -> Option<Vec<Piece>> {
     st.items -= finished;
     let took = cap - room;
     st.rows -= took;
+    st.last_rows = took;
     st.inflight += 1;
     s.m.depth.set(st.items as i64);
     s.m.inflight.set(st.inflight as i64);

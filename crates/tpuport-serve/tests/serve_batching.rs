@@ -1,7 +1,7 @@
 //! The batcher's scheduling, observed through `/metrics` rather than wall-clock timing: a
 //! lone request on an idle model is not held for `max_queue_delay`; requests that arrive while
-//! a batch executes form one batch; higher priorities run first; several instances execute at
-//! once. A model whose execution time the request chooses (a loop count input, see
+//! a batch executes form one batch; after a batch of several rows an idle model waits for as
+//! many; higher priorities run first; several instances execute at once. A model whose execution time the request chooses (a loop count input, see
 //! `common::slow_module`) keeps the device busy for as long as a test needs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::cast_precision_loss)]
@@ -82,6 +82,44 @@ fn requests_that_arrive_while_a_batch_executes_form_one_batch() {
         Some(1.0),
         "{m}"
     );
+    srv.stop().unwrap();
+}
+
+/// Idle dispatch waits for as many rows as the previous batch held: after a batch of four, a
+/// lone request on the idle model is held for the delay (more may be coming); after that lone
+/// batch of one, the next lone request runs at once.
+#[test]
+fn after_a_batch_of_four_an_idle_model_waits_for_four_rows_or_the_delay() {
+    let tmp = tempfile::tempdir().unwrap();
+    slow_repo(tmp.path(), "slow", &[1, 4], "max_queue_delay_us = 300000");
+    let srv = Running::start(options(tmp.path()));
+    let addr = srv.addr;
+    // A batch of four: queued while a blocker executes, run together when it ends.
+    let blocker = thread::spawn(move || slow_infer(addr, "slow", 1, 0.5, LONG, ""));
+    assert!(wait_metric(&srv, &series("tpuport_inflight_batches", "slow", ""), 1.0));
+    let followers: Vec<_> = (0..4)
+        .map(|i| thread::spawn(move || slow_infer(addr, "slow", 1, i as f32, 0, "")))
+        .collect();
+    assert!(wait_metric(&srv, &series("tpuport_queue_depth", "slow", ""), 4.0));
+    assert_eq!(blocker.join().unwrap().0, 200);
+    for f in followers {
+        assert_eq!(f.join().unwrap().0, 200);
+    }
+    let b = "tpuport_batch_size";
+    let m = srv.metrics();
+    assert_eq!(metric(&m, &series(&format!("{b}_bucket"), "slow", ",le=\"2\"")), Some(1.0), "{m}");
+    assert_eq!(metric(&m, &series(&format!("{b}_count"), "slow", "")), Some(2.0), "{m}");
+    // Queue waits under 0.25 s so far; a wait of the 0.3 s delay does not add to it.
+    let quick = |m: &str| {
+        metric(m, &series("tpuport_queue_duration_seconds_bucket", "slow", ",le=\"0.25\"")).unwrap()
+    };
+    let before = quick(&m);
+    assert_eq!(slow_infer(addr, "slow", 1, 1.0, 0, "").0, 200);
+    let m = srv.metrics();
+    assert_eq!(quick(&m), before, "the lone request after a batch of four was not held:\n{m}");
+    assert_eq!(slow_infer(addr, "slow", 1, 1.0, 0, "").0, 200);
+    let m = srv.metrics();
+    assert_eq!(quick(&m), before + 1.0, "the lone request after a lone one was held:\n{m}");
     srv.stop().unwrap();
 }
 
