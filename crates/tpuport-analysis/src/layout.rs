@@ -5,7 +5,8 @@
 //!   parameters are arguments, every float argument), padded in HBM layout.
 //! - Matmul operands as the MXU sees them: LHS `[batch, m, k]`, RHS `[batch, k, n]` (a conv as
 //!   its implicit GEMM: `m` = output positions × batch, `k` = kernel taps × input channels per
-//!   group, `n` = output channels).
+//!   group, `n` = output channels), each sized in the layout `tpuport_hw::device_layout` gives
+//!   it, as the weights are (the rules measured on libtpu).
 //! - MXU utilization of each matmul after padding `m` to the 8-row LHS group and `k`, `n` to the
 //!   MXU edge (128, or 256 on v6e / TPU7x); the model's utilization is FLOP-weighted.
 //! - Worst offenders: matmuls by MXU FLOPs wasted on padding, tensors by padded bytes wasted,
@@ -14,7 +15,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use tpuport_hw::{Chip, matmul_utilization, tiling};
+use tpuport_hw::{Chip, matmul_utilization};
 use tpuport_model::{Attr, DType, Model, ValueKind};
 
 use crate::cost::{CostReport, MatmulDims};
@@ -85,7 +86,8 @@ pub struct ChipLayout {
     pub weights_padded: u64,
     /// Matmul / conv operand bytes, logical (summed over ops).
     pub operands_logical: u64,
-    /// Matmul / conv operand bytes after tiling.
+    /// Matmul / conv operand bytes after tiling, in the compiler's layout
+    /// (`tpuport_hw::device_layout`).
     pub operands_padded: u64,
     /// FLOP-weighted MXU utilization over all matmuls / convs after padding.
     pub mxu_utilization: f64,
@@ -304,12 +306,18 @@ pub fn analyze(
             let Some(d) = &op.matmul else { continue };
             let Ok(mp) = matmul_utilization(d.m, d.k, d.n, chip) else { continue };
             let dt = d.dtype.unwrap_or(DType::F32);
-            let lhs = tiling::pad(&[d.batch, d.m, d.k], dt, chip, tiling::Placement::Memory);
-            let rhs = tiling::pad(&[d.batch, d.k, d.n], dt, chip, tiling::Placement::Memory);
+            // sized like the weights, in the layout the compiler picks (its least padded
+            // choice of tiled dims), not in logical order; a batch of 1 is no dimension (as
+            // one it would be a free row tile of 1 and hide every padding)
+            let operand = |a: u64, b: u64| {
+                let shape = if d.batch == 1 { vec![a, b] } else { vec![d.batch, a, b] };
+                tpuport_hw::device_layout(&shape, dt, chip)
+            };
+            let (lhs, rhs) = (operand(d.m, d.k), operand(d.k, d.n));
             let (mut lb, mut pb) = (0u64, 0u64);
             for p in [lhs, rhs].into_iter().flatten() {
                 lb = lb.saturating_add(p.logical_bytes);
-                pb = pb.saturating_add(p.padded_bytes);
+                pb = pb.saturating_add(p.bytes);
             }
             cl.operands_logical = cl.operands_logical.saturating_add(lb);
             cl.operands_padded = cl.operands_padded.saturating_add(pb);

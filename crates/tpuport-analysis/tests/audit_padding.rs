@@ -82,7 +82,9 @@ fn layout_and_memory_passes_pad_by_the_rules() {
     assert_eq!(l5.tensors[0].layout, "{0,1:T(8,128)}");
     assert_eq!(l5.tensors[1].layout, "{0:T(128)}");
     assert_eq!(l5.matmuls.len(), 1);
-    assert_eq!(l5.matmuls[0].operand_bytes, [(8 * 512 + 512 * 10) * 4, (8 * 512 + 512 * 128) * 4]);
+    // Operands in the compiler's layouts too: x [8,512] unpadded, the weight [512,10] stored
+    // transposed as above (in logical order it would be [512,128]: 262,144 bytes).
+    assert_eq!(l5.matmuls[0].operand_bytes, [(8 * 512 + 512 * 10) * 4, (8 * 512 + 16 * 512) * 4]);
     assert_eq!(l5.worst_tensors[0].padded_shape, vec![16, 512]);
     // The fix names the dimension the compiler stores second-minor.
     let fix = l5.worst_tensors[0].fix.as_deref().unwrap_or_default();
