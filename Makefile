@@ -276,7 +276,8 @@ profile-fixtures: $(PROF_DIR)/.done
 	@find $(CACHE_ROOT) -maxdepth 1 -name 'profile-fixtures-*' ! -name 'profile-fixtures-$(PROF_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 # Port real training scripts (JAX pmap, PyTorch) and check the ported ones train to the same loss.
-e2e-port: venv venv-xla build
+# The exporters' pins bring flax, which the corpus's Flax MNIST script needs to run.
+e2e-port: venv venv-xla build $(VENV)/.exports-stamp
 	$(VPY) scripts/e2e_port.py --tpuport $(TPUPORT)
 
 fuzz:
