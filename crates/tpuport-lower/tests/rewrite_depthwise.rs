@@ -6,7 +6,7 @@
 mod conv_common;
 mod onnx_common;
 
-use conv_common::{dims, module, ops, run, tensor};
+use conv_common::{module, ops, same_values};
 use tpuport_lower::rewrite::for_cpu;
 
 /// Rewritten, checks the rewrite's shape (no convolution left, `taps` multiplies) and that it
@@ -15,12 +15,7 @@ fn agrees(text: &str, x: &str, w: &str, taps: usize) {
     let rewritten = for_cpu(text).unwrap_or_else(|| panic!("not rewritten:\n{text}"));
     assert_eq!(ops(&rewritten, "stablehlo.convolution"), 0, "{rewritten}");
     assert_eq!(ops(&rewritten, "stablehlo.multiply"), taps, "{rewritten}");
-    let (xt, wt) = (tensor(&dims(x), 1), tensor(&dims(w), 2));
-    let want = run(text, &xt, &wt);
-    let got = run(&rewritten, &xt, &wt);
-    assert_eq!(got.shape, want.shape);
-    let err = onnx_common::rel_err(&got, &want);
-    assert!(err < 1e-5, "relative error {err}\n{rewritten}");
+    same_values(text, &rewritten, x, w, (1, 2));
 }
 
 #[test]

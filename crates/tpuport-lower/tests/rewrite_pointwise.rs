@@ -6,7 +6,7 @@
 mod conv_common;
 mod onnx_common;
 
-use conv_common::{dims, module, ops, run, tensor};
+use conv_common::{module, ops, same_values};
 use tpuport_lower::rewrite::{for_cpu, for_cpu_with};
 
 /// Rewritten by the pointwise rewrite alone: one `dot_general`, no convolution, `transposes`
@@ -17,12 +17,7 @@ fn agrees(text: &str, x: &str, w: &str, transposes: usize) {
     assert_eq!(ops(&rewritten, "stablehlo.convolution"), 0, "{rewritten}");
     assert_eq!(ops(&rewritten, "stablehlo.dot_general"), 1, "{rewritten}");
     assert_eq!(ops(&rewritten, "stablehlo.transpose"), transposes, "{rewritten}");
-    let (xt, wt) = (tensor(&dims(x), 3), tensor(&dims(w), 4));
-    let want = run(text, &xt, &wt);
-    let got = run(&rewritten, &xt, &wt);
-    assert_eq!(got.shape, want.shape);
-    let err = onnx_common::rel_err(&got, &want);
-    assert!(err < 1e-5, "relative error {err}\n{rewritten}");
+    same_values(text, &rewritten, x, w, (3, 4));
 }
 
 #[test]

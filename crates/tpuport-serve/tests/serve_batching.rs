@@ -54,18 +54,27 @@ fn a_lone_request_on_an_idle_model_is_not_held_for_the_queue_delay() {
     srv.stop().unwrap();
 }
 
+type Answer = thread::JoinHandle<(u16, Vec<f32>)>;
+
+/// On model `slow`: one request (tag 0.5) that keeps the device busy, then four one-row
+/// requests (tags 0..4) queued behind it; returns once all four are in the queue.
+fn four_behind_a_blocker(srv: &Running) -> (Answer, Vec<Answer>) {
+    let addr = srv.addr;
+    let blocker = thread::spawn(move || slow_infer(addr, "slow", 1, 0.5, LONG, ""));
+    assert!(wait_metric(srv, &series("tpuport_inflight_batches", "slow", ""), 1.0));
+    let followers = (0..4)
+        .map(|i| thread::spawn(move || slow_infer(addr, "slow", 1, i as f32, 0, "")))
+        .collect();
+    assert!(wait_metric(srv, &series("tpuport_queue_depth", "slow", ""), 4.0));
+    (blocker, followers)
+}
+
 #[test]
 fn requests_that_arrive_while_a_batch_executes_form_one_batch() {
     let tmp = tempfile::tempdir().unwrap();
     slow_repo(tmp.path(), "slow", &[1, 4], "max_queue_delay_us = 5000000");
     let srv = Running::start(options(tmp.path()));
-    let addr = srv.addr;
-    let blocker = thread::spawn(move || slow_infer(addr, "slow", 1, 0.5, LONG, ""));
-    assert!(wait_metric(&srv, &series("tpuport_inflight_batches", "slow", ""), 1.0));
-    let followers: Vec<_> = (0..4)
-        .map(|i| thread::spawn(move || slow_infer(addr, "slow", 1, i as f32, 0, "")))
-        .collect();
-    assert!(wait_metric(&srv, &series("tpuport_queue_depth", "slow", ""), 4.0));
+    let (blocker, followers) = four_behind_a_blocker(&srv);
     assert!(!blocker.is_finished(), "the blocking batch ended before the others were queued");
     assert_eq!(blocker.join().unwrap(), (200, vec![1.0; 4]));
     for (i, f) in followers.into_iter().enumerate() {
@@ -94,13 +103,7 @@ fn after_a_batch_of_four_an_idle_model_waits_for_four_rows_or_the_delay() {
     slow_repo(tmp.path(), "slow", &[1, 4], "max_queue_delay_us = 300000");
     let srv = Running::start(options(tmp.path()));
     let addr = srv.addr;
-    // A batch of four: queued while a blocker executes, run together when it ends.
-    let blocker = thread::spawn(move || slow_infer(addr, "slow", 1, 0.5, LONG, ""));
-    assert!(wait_metric(&srv, &series("tpuport_inflight_batches", "slow", ""), 1.0));
-    let followers: Vec<_> = (0..4)
-        .map(|i| thread::spawn(move || slow_infer(addr, "slow", 1, i as f32, 0, "")))
-        .collect();
-    assert!(wait_metric(&srv, &series("tpuport_queue_depth", "slow", ""), 4.0));
+    let (blocker, followers) = four_behind_a_blocker(&srv);
     assert_eq!(blocker.join().unwrap().0, 200);
     for f in followers {
         assert_eq!(f.join().unwrap().0, 200);

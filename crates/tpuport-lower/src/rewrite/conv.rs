@@ -1,9 +1,9 @@
 //! The geometry of a plain `stablehlo.convolution`, read once for the CPU rewrites
 //! ([`super::depthwise`], [`super::pointwise`]).
 
-use tpuport_model::{DType, Graph, Node, ValueId};
+use tpuport_model::{DType, Graph, Model, Node, ValueId};
 
-use super::{all_or_absent, index, indices, int, ints};
+use super::{all_or_absent, index, indices, int, ints, recompute_producers};
 
 /// A convolution's operands, static shapes and every dimension index resolved.
 ///
@@ -139,4 +139,43 @@ impl Conv {
             padding,
         })
     }
+}
+
+/// Replaces every convolution of `model` (functions and nested regions included) that `pick`
+/// accepts with the nodes `emit` writes in its place; returns how many were replaced.
+pub(super) fn replace_convolutions(
+    model: &mut Model,
+    pick: fn(&Graph, &Node) -> Option<Conv>,
+    emit: fn(&Conv, &mut Graph, &mut Vec<Node>, Option<String>),
+) -> usize {
+    fn graph(
+        g: &mut Graph,
+        pick: fn(&Graph, &Node) -> Option<Conv>,
+        emit: fn(&Conv, &mut Graph, &mut Vec<Node>, Option<String>),
+    ) -> usize {
+        let old = std::mem::take(&mut g.nodes);
+        let mut nodes = Vec::with_capacity(old.len());
+        let mut count = 0;
+        for mut node in old {
+            for (_, sg) in &mut node.subgraphs {
+                count += graph(sg, pick, emit);
+            }
+            let conv = if node.op == "stablehlo.convolution" { pick(g, &node) } else { None };
+            match conv {
+                Some(c) => {
+                    emit(&c, g, &mut nodes, node.location.clone());
+                    count += 1;
+                }
+                None => nodes.push(node),
+            }
+        }
+        g.nodes = nodes;
+        recompute_producers(g);
+        count
+    }
+    let mut n = graph(&mut model.graph, pick, emit);
+    for f in &mut model.functions {
+        n += graph(f, pick, emit);
+    }
+    n
 }

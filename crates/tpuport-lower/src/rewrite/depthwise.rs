@@ -22,7 +22,7 @@
 use tpuport_model::{Attr, DType, Graph, Model, Node, Shape, TensorType, ValueId};
 
 use super::conv::Conv;
-use super::{fresh_value, recompute_producers, simple_op};
+use super::{fresh_value, simple_op};
 
 /// Kernels with more taps than this (7×7) stay convolutions: the unrolled form grows with taps.
 pub const MAX_TAPS: u64 = 49;
@@ -31,35 +31,7 @@ pub const MAX_TAPS: u64 = 49;
 /// as described in the module docs; returns how many were rewritten.
 #[must_use]
 pub fn unroll_depthwise(model: &mut Model) -> usize {
-    let mut n = graph(&mut model.graph);
-    for f in &mut model.functions {
-        n += graph(f);
-    }
-    n
-}
-
-fn graph(g: &mut Graph) -> usize {
-    let old = std::mem::take(&mut g.nodes);
-    let mut nodes = Vec::with_capacity(old.len());
-    let mut count = 0;
-    for mut node in old {
-        for (_, sg) in &mut node.subgraphs {
-            count += graph(sg);
-        }
-        match node.op.as_str() {
-            "stablehlo.convolution" => match Conv::depthwise(g, &node) {
-                Some(c) => {
-                    c.emit_depthwise(g, &mut nodes, node.location.clone());
-                    count += 1;
-                }
-                None => nodes.push(node),
-            },
-            _ => nodes.push(node),
-        }
-    }
-    g.nodes = nodes;
-    recompute_producers(g);
-    count
+    super::conv::replace_convolutions(model, Conv::depthwise, Conv::emit_depthwise)
 }
 
 impl Conv {

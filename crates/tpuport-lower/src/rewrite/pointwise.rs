@@ -26,38 +26,13 @@
 use tpuport_model::{Attr, Graph, Model, Node, Shape, TensorType};
 
 use super::conv::Conv;
-use super::{fresh_value, recompute_producers, simple_op};
+use super::{fresh_value, simple_op};
 
 /// Rewrites every pointwise `stablehlo.convolution` of `model` (functions and regions
 /// included) as described in the module docs; returns how many were rewritten.
 #[must_use]
 pub fn pointwise_as_dot(model: &mut Model) -> usize {
-    let mut n = graph(&mut model.graph);
-    for f in &mut model.functions {
-        n += graph(f);
-    }
-    n
-}
-
-fn graph(g: &mut Graph) -> usize {
-    let old = std::mem::take(&mut g.nodes);
-    let mut nodes = Vec::with_capacity(old.len());
-    let mut count = 0;
-    for mut node in old {
-        for (_, sg) in &mut node.subgraphs {
-            count += graph(sg);
-        }
-        match Conv::pointwise(g, &node) {
-            Some(c) => {
-                c.emit_pointwise(g, &mut nodes, node.location.clone());
-                count += 1;
-            }
-            None => nodes.push(node),
-        }
-    }
-    g.nodes = nodes;
-    recompute_producers(g);
-    count
+    super::conv::replace_convolutions(model, Conv::pointwise, Conv::emit_pointwise)
 }
 
 impl Conv {

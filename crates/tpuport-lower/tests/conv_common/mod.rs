@@ -52,3 +52,14 @@ pub fn ops(text: &str, op: &str) -> usize {
     let m = parse_text(Path::new("t.mlir"), text, &Limits::default()).unwrap();
     m.graph.walk_nodes().filter(|n| n.op == op).count()
 }
+
+/// `rewritten` computes what `text` computes on random `x` and `w` (seeded `seeds`), to f32
+/// rounding (relative error < 1e-5), with the same output shape.
+pub fn same_values(text: &str, rewritten: &str, x: &str, w: &str, seeds: (u64, u64)) {
+    let (xt, wt) = (tensor(&dims(x), seeds.0), tensor(&dims(w), seeds.1));
+    let want = run(text, &xt, &wt);
+    let got = run(rewritten, &xt, &wt);
+    assert_eq!(got.shape, want.shape);
+    let err = crate::onnx_common::rel_err(&got, &want);
+    assert!(err < 1e-5, "relative error {err}\n{rewritten}");
+}
