@@ -51,9 +51,9 @@ pub const DEFAULT_CPU_REWRITES: &str = "depthwise";
 /// A StableHLO text module as the CPU plugin should compile it: `Some(text)` with its
 /// depthwise convolutions unrolled ([`unroll_depthwise`]) and, when asked, its 1×1
 /// convolutions turned into `dot_general` ([`pointwise_as_dot`]), as [`CPU_REWRITES_ENV`]
-/// selects; `None` when nothing
-/// was rewritten (no convolution, none that qualifies) or the text does not parse here (the
-/// plugin then compiles the original and reports its own errors).
+/// selects; `None` when nothing was rewritten (no convolution, none that qualifies) or the
+/// text does not parse here (the plugin then compiles the original and reports its own
+/// errors).
 #[must_use]
 pub fn for_cpu(text: &str) -> Option<String> {
     let wanted = std::env::var(CPU_REWRITES_ENV).unwrap_or_else(|_| DEFAULT_CPU_REWRITES.into());
