@@ -6,7 +6,8 @@
 //! - Matmul operands as the MXU sees them: LHS `[batch, m, k]`, RHS `[batch, k, n]` (a conv as
 //!   its implicit GEMM: `m` = output positions × batch, `k` = kernel taps × input channels per
 //!   group, `n` = output channels), each sized in the layout `tpuport_hw::device_layout` gives
-//!   it, as the weights are (the rules measured on libtpu).
+//!   it, as the weights are (rules measured on libtpu's arguments, applied to operands that
+//!   may be intermediate values: not checked one by one against the compiler).
 //! - MXU utilization of each matmul after padding `m` to the 8-row LHS group and `k`, `n` to the
 //!   MXU edge (128, or 256 on v6e / TPU7x); the model's utilization is FLOP-weighted.
 //! - Worst offenders: matmuls by MXU FLOPs wasted on padding, tensors by padded bytes wasted,
@@ -306,12 +307,15 @@ pub fn analyze(
             let Some(d) = &op.matmul else { continue };
             let Ok(mp) = matmul_utilization(d.m, d.k, d.n, chip) else { continue };
             let dt = d.dtype.unwrap_or(DType::F32);
-            // sized like the weights, in the layout the compiler picks (its least padded
-            // choice of tiled dims), not in logical order; a batch of 1 is no dimension (as
-            // one it would be a free row tile of 1 and hide every padding)
+            // sized like the weights, by the layout rules measured on libtpu's arguments (its
+            // least padded choice of tiled dims), not in logical order; a batch of 1 is no
+            // dimension (as one it would be a free row tile of 1 and hide every padding)
             let operand = |a: u64, b: u64| {
-                let shape = if d.batch == 1 { vec![a, b] } else { vec![d.batch, a, b] };
-                tpuport_hw::device_layout(&shape, dt, chip)
+                if d.batch == 1 {
+                    tpuport_hw::device_layout(&[a, b], dt, chip)
+                } else {
+                    tpuport_hw::device_layout(&[d.batch, a, b], dt, chip)
+                }
             };
             let (lhs, rhs) = (operand(d.m, d.k), operand(d.k, d.n));
             let (mut lb, mut pb) = (0u64, 0u64);

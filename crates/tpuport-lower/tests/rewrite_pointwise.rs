@@ -7,7 +7,7 @@ mod conv_common;
 mod onnx_common;
 
 use conv_common::{module, ops, same_values};
-use tpuport_lower::rewrite::{for_cpu, for_cpu_with};
+use tpuport_lower::rewrite::{DEFAULT_CPU_REWRITES, cpu_rewrites, for_cpu_with};
 
 /// Rewritten by the pointwise rewrite alone: one `dot_general`, no convolution, `transposes`
 /// transposes, and the same values as the convolution.
@@ -125,9 +125,9 @@ fn what_is_not_pointwise_stays_a_convolution() {
     assert!(for_cpu_with(&pw, true, false).is_none());
     assert!(for_cpu_with(&pw, true, true).is_some());
     // and the 1×1 rewrite is opt-in: the default set leaves it alone
-    if std::env::var_os(tpuport_lower::rewrite::CPU_REWRITES_ENV).is_none() {
-        assert!(for_cpu(&pw).is_none());
-    }
+    assert_eq!(cpu_rewrites(DEFAULT_CPU_REWRITES), (true, false));
+    assert_eq!(cpu_rewrites("depthwise, pointwise"), (true, true));
+    assert_eq!(cpu_rewrites("none"), (false, false));
 }
 
 /// torchvision MobileNetV2 and ResNet-50 (dynamo exports of the fixture set) at batch 2: every

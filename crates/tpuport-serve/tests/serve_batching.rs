@@ -1,8 +1,9 @@
 //! The batcher's scheduling, observed through `/metrics` rather than wall-clock timing: a
 //! lone request on an idle model is not held for `max_queue_delay`; requests that arrive while
 //! a batch executes form one batch; after a batch of several rows an idle model waits for as
-//! many; higher priorities run first; several instances execute at once. A model whose execution time the request chooses (a loop count input, see
-//! `common::slow_module`) keeps the device busy for as long as a test needs.
+//! many; higher priorities run first; several instances execute at once. A model whose
+//! execution time the request chooses (a loop count input, see `common::slow_module`) keeps
+//! the device busy for as long as a test needs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::cast_precision_loss)]
 

@@ -57,8 +57,15 @@ pub const DEFAULT_CPU_REWRITES: &str = "depthwise";
 #[must_use]
 pub fn for_cpu(text: &str) -> Option<String> {
     let wanted = std::env::var(CPU_REWRITES_ENV).unwrap_or_else(|_| DEFAULT_CPU_REWRITES.into());
-    let on = |name: &str| wanted.split(',').any(|x| x.trim() == name);
-    for_cpu_with(text, on("depthwise"), on("pointwise"))
+    let (depthwise, pointwise) = cpu_rewrites(&wanted);
+    for_cpu_with(text, depthwise, pointwise)
+}
+
+/// Which of the depthwise and 1×1 rewrites a [`CPU_REWRITES_ENV`] value names.
+#[must_use]
+pub fn cpu_rewrites(names: &str) -> (bool, bool) {
+    let on = |name: &str| names.split(',').any(|x| x.trim() == name);
+    (on("depthwise"), on("pointwise"))
 }
 
 /// [`for_cpu`] with the two rewrites chosen by the caller.
