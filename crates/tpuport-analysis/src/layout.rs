@@ -6,8 +6,8 @@
 //! - Matmul operands as the MXU sees them: LHS `[batch, m, k]`, RHS `[batch, k, n]` (a conv as
 //!   its implicit GEMM: `m` = output positions × batch, `k` = kernel taps × input channels per
 //!   group, `n` = output channels), each sized in the layout `tpuport_hw::device_layout` gives
-//!   it, as the weights are (rules measured on libtpu's arguments, applied to operands that
-//!   may be intermediate values: not checked one by one against the compiler).
+//!   it, as the weights are (rules measured on libtpu's arguments; values the compiler
+//!   computes got the same layouts where checked, `compile_cli` in the binary's tests).
 //! - MXU utilization of each matmul after padding `m` to the 8-row LHS group and `k`, `n` to the
 //!   MXU edge (128, or 256 on v6e / TPU7x); the model's utilization is FLOP-weighted.
 //! - Worst offenders: matmuls by MXU FLOPs wasted on padding, tensors by padded bytes wasted,

@@ -340,3 +340,40 @@ fn compile_and_audit_find_make_libtpus_copy_without_plugin() {
     let want = format!(".cache/libtpu in {}", proj.path().canonicalize().unwrap().display());
     assert!(found["source"].as_str().unwrap().starts_with(&want), "{found} vs {want}");
 }
+
+/// A matmul result, a batched contraction's operand and its result, returned so that their
+/// layouts are the compiler's own choice like those of the values inside a program.
+const COMPUTED: &str = r#"func.func @main(%x: tensor<1024x512xf32>, %w: tensor<512x64xf32>, %q: tensor<96x128x64xf32>, %k: tensor<96x128x64xf32>) -> (tensor<1024x64xf32>, tensor<96x128x128xf32>, tensor<96x128x64xf32>) {
+  %h = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<1024x512xf32>, tensor<512x64xf32>) -> tensor<1024x64xf32>
+  %t = stablehlo.tanh %h : tensor<1024x64xf32>
+  %s = stablehlo.dot_general %q, %k, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<96x128x64xf32>, tensor<96x128x64xf32>) -> tensor<96x128x128xf32>
+  %v = stablehlo.tanh %q : tensor<96x128x64xf32>
+  return %t, %s, %v : tensor<1024x64xf32>, tensor<96x128x128xf32>, tensor<96x128x64xf32>
+}
+"#;
+
+/// `audit` sizes matmul operands with the layout rules measured on libtpu's arguments
+/// (`tpuport_hw::device_layout`); values the compiler computes get the same layouts: the
+/// f32[1024,64] matmul result is stored transposed and unpadded (`{0,1:T(8,128)}`, 256 KiB,
+/// where logical order would pad 64 to 128 lanes), the [96,128,64] with its 64 major.
+#[test]
+fn computed_values_follow_the_argument_layout_rules() {
+    let Some(lib) = libtpu("computed_values_follow_the_argument_layout_rules") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("computed.mlir");
+    std::fs::write(&m, COMPUTED).unwrap();
+    let (out, v) = compile_json(&lib, &[m.to_str().unwrap(), "--target", "v5e-1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let cat = tpuport_hw::Catalog::builtin();
+    let chip = cat.chip("v5e").unwrap();
+    let outputs = v["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 3, "{v}");
+    for o in outputs {
+        let shape: Vec<u64> =
+            o["shard"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+        let want = tpuport_hw::device_layout(&shape, tpuport_model::DType::F32, chip).unwrap();
+        assert_eq!(o["layout"], want.notation().as_str(), "{o}");
+        assert_eq!(o["device_bytes"], want.bytes, "{o}");
+        assert_eq!(o["device_bytes"], o["logical_bytes"], "{o}");
+    }
+}
