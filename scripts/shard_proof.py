@@ -404,6 +404,7 @@ def main() -> int:
     ap.add_argument("--libtpu", help="libtpu.so: compile for a v5e-8 topology (make libtpu)")
     ap.add_argument("--batch", type=int, help="global batch of every case (default 8)")
     ap.add_argument("--seq", type=int, help="sequence length of every case (default 256)")
+    ap.add_argument("--layers", type=int, help="layers of every model (default 4, Llama 2)")
     a = ap.parse_args()
     if a.libtpu:
         from jax.experimental import topologies
@@ -426,7 +427,7 @@ def main() -> int:
             ("llama", 2, "train", 8, 256, "fsdp=2,tensor=4"),
             ("llama", 2, "infer", 8, 256, "tensor=8"),
         ]
-    cases = [(m, n, w, a.batch or bt, a.seq or sq, mesh) for m, n, w, bt, sq, mesh in cases]
+    cases = [(m, a.layers or n, w, a.batch or bt, a.seq or sq, mesh) for m, n, w, bt, sq, mesh in cases]
     if a.only:
         keep = set(a.only.split(","))
         cases = [c for c in cases if c[0] in keep]
