@@ -416,8 +416,16 @@ def overload(a, tmp, capacity):
     print(f"  server: {s200:.0f} x 200, {s503:.0f} x 503, rejections by reason {reasons}")
     qw = hist_quantile(text, "tpuport_queue_duration_seconds", 0.99, model="mlp")
     cw = hist_quantile(text, "tpuport_compute_duration_seconds", 0.99, model="mlp")
+    rw = hist_quantile(text, "tpuport_request_duration_seconds", 0.99, model="mlp")
     print(f"  server histograms (bucket upper bounds): queue wait p99 <= {qw * 1e3 if qw else float('nan'):.1f} ms, "
-          f"batch compute p99 <= {cw * 1e3 if cw else float('nan'):.1f} ms")
+          f"batch compute p99 <= {cw * 1e3 if cw else float('nan'):.1f} ms, request (read to answer, 200s and "
+          f"503s) p99 <= {rw * 1e3 if rw else float('nan'):.1f} ms")
+    # Little's law: CONNS connections each holding one request, answered at X/s, spend CONNS/X
+    # on average from write to answer, wherever the server keeps them (mostly unread in socket
+    # buffers here: the one server core is busy). No queue deadline can bound that; only
+    # fewer connections or more throughput can.
+    print(f"  Little's law: {CONNS} connections / {sent / r['elapsed_s']:.0f} answers/s = "
+          f"{CONNS / (sent / r['elapsed_s']) * 1e3:.0f} ms mean time from write to answer on the client side")
     kb = [k for _, k in rss]
     half = len(kb) // 2
     print(f"  RSS: start {kb[0] / 1024:.0f} MiB, max first half {max(kb[:half]) / 1024:.0f} MiB, "
@@ -430,6 +438,11 @@ def overload(a, tmp, capacity):
     check(max(kb[half:]) <= max(kb[:half]) * 1.10, "RSS stops growing (second-half max within 10% of the first)")
     check(qw is not None and qw <= deadline_ms * 1e-3 * 1.5,
           f"server-side queue wait p99 within the {deadline_ms} ms queue deadline (histogram bucket <= 30 ms)")
+    # A goal, not a check: the time after the read is spent waiting for the one core (1000
+    # connection tasks, the batcher and XLA share it), which the queue deadline does not cover.
+    srv_ok = rw is not None and rw <= deadline_ms * 1e-3 * 1.5 + (cw or 0)
+    print(f"  [{'ok' if srv_ok else 'MISSED'}] server-side request p99 (read to answer) within the "
+          f"{deadline_ms} ms queue deadline plus a batch's compute")
     e2e = ok > 0 and st["200"]["p99_us"] <= (deadline_ms + 10) * 1e3
     print(f"  [{'ok' if e2e else 'note'}] client-side p99 of the 200s within the queue deadline + 10 ms "
           f"(includes time in socket buffers before the server reads the request: not bounded by the queue)")
