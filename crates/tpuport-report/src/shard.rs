@@ -71,11 +71,16 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
         bytes(m.total),
         bytes(m.budget)
     );
-    let batch = match plan.batch_spec.first() {
-        Some(Some(axes)) => axes.iter().map(|a| a.as_str()).collect::<Vec<_>>().join("+"),
-        _ => "not split".to_owned(),
-    };
-    let _ = writeln!(out, "  activations: batch split over {batch}");
+    match plan.batch_spec.first() {
+        Some(Some(axes)) => {
+            let over = axes.iter().map(|a| a.as_str()).collect::<Vec<_>>().join("+");
+            let _ = writeln!(out, "  activations: batch split over {over}");
+        }
+        _ => {
+            let _ =
+                writeln!(out, "  activations: batch not split (every chip sees the whole batch)");
+        }
+    }
 
     title(&mut out, "Memory per chip");
     let mut t = Table::new(&[], &[Align::Left, Align::Right, Align::Left]);

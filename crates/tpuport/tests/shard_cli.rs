@@ -9,6 +9,16 @@
 //! - a keras-hub Gemma export with its weights as arguments plans its 20 weights, not its two
 //!   data arguments, with the `[H, D, Dh]` query kernel split on heads;
 //! - `--emit jax -o FILE` writes every parameter's spec; `--emit torch-xla` to stdout;
+//! - GPT-2's two torch.onnx exports plan like its checkpoint (same parameter count, vocabulary,
+//!   memory and step time): the TorchScript export's anonymous transposed head
+//!   (`onnx::MatMul_*` `[768, 50257]`) is not a second parameter, and the dynamo export, which
+//!   keeps the tied tensor only as `lm_head.weight`, still has a vocabulary;
+//! - BERT-base's TorchScript ONNX export names its Linear weights `onnx::MatMul_N` and stores
+//!   them `[in, out]`: the planner reads each role and layout from the MatMul node's path, so
+//!   the query and MLP up projection split their output features (dim 1) on `tensor`, and the
+//!   attention output and MLP down projection their input features (dim 0);
+//! - ResNet-50 from ONNX (nothing to split on `tensor`) gets a mesh that splits the batch and
+//!   has no `tensor` axis, which would only repeat the same work on every chip;
 //! - bad input: a mesh larger than the slice, a tensor axis that does not divide the heads, a
 //!   malformed mesh, an unknown slice, a missing file: one line on stderr, exit 2, and an
 //!   existing `-o` file left as it was.
@@ -198,4 +208,59 @@ fn bad_input_is_one_line_and_leaves_output_alone() {
         assert!(!o.stderr.contains("panicked"));
         assert_eq!(std::fs::read_to_string(&keep).unwrap(), "good\n");
     }
+}
+
+/// Added after the first run on real exports, which counted 163 M parameters for the TorchScript
+/// export, no vocabulary (and so no logits) for the dynamo one, and picked `tensor=8` for
+/// ResNet-50 because every mesh's compute was divided by all 8 chips.
+#[test]
+fn torch_onnx_exports_plan_like_the_checkpoint() {
+    let auto = ["--slice", "v5e-8", "--workload", "train", "--heads", "12"];
+    let want = plan_json(&gpt2(), "model.safetensors", &auto);
+    let key = |v: &serde_json::Value| {
+        (
+            v["model"]["params"].clone(),
+            v["model"]["vocab"].clone(),
+            v["chosen"]["strategy"].clone(),
+            v["chosen"]["memory"]["total"].clone(),
+            v["chosen"]["step_time_s"].clone(),
+        )
+    };
+    assert_eq!(want["model"]["params"], 124_439_808);
+    for file in ["legacy.onnx", "dynamo.onnx"] {
+        let got = plan_json(&gpt2(), file, &auto);
+        assert_eq!(key(&got), key(&want), "{file}");
+    }
+    let legacy = plan_json(&gpt2(), "legacy.onnx", &auto);
+    let notes = legacy["notes"].to_string();
+    assert!(notes.contains("onnx::MatMul_") && notes.contains("transformer.wte.weight"), "{notes}");
+
+    let resnet = fixtures().join("torch").join("resnet50");
+    let v = plan_json(&resnet, "dynamo.onnx", &["--slice", "v5e-8", "--workload", "train"]);
+    assert_eq!(v["chosen"]["mesh"]["tensor"], 1, "{}", v["chosen"]);
+    assert!(v["batch_spec"][0].is_array(), "{}", v["batch_spec"]);
+}
+
+#[test]
+fn bert_torchscript_onnx_weights_get_roles_from_their_matmul() {
+    let bert = fixtures().join("torch").join("bert_base");
+    let mesh = ["--slice", "v5e-8", "--workload", "train", "--mesh", "fsdp=4,tensor=2"];
+    let v = plan_json(&bert, "legacy.onnx", &mesh);
+    let by_name =
+        |n: &str| v["params"].as_array().unwrap().iter().find(|p| p["name"] == n).unwrap().clone();
+    // Layer 0's query, attention output, MLP up and down, in the export's node order.
+    for (name, kind, spec) in [
+        ("onnx::MatMul_1663", "query", ["fsdp", "tensor"]),
+        ("onnx::MatMul_1678", "attn-out", ["tensor", "fsdp"]),
+        ("onnx::MatMul_1679", "mlp-up", ["fsdp", "tensor"]),
+        ("onnx::MatMul_1680", "mlp-down", ["tensor", "fsdp"]),
+    ] {
+        let p = by_name(name);
+        assert_eq!(p["kind"], kind, "{p}");
+        assert_eq!(p["orientation"], "in-out", "{p}");
+        assert_eq!(p["spec"], serde_json::json!(spec), "{p}");
+    }
+    assert_eq!(v["model"]["mlp"], 3072);
+    let unrecognised = v["unrecognised"].as_array().unwrap();
+    assert!(!unrecognised.iter().any(|n| n.as_str().unwrap().starts_with("onnx::MatMul")));
 }

@@ -31,7 +31,10 @@
 //! `W` is twice the one-way link bandwidth times the physical axes the mesh axis spans, and at
 //! least `n/2` µs (1 µs per hop); an all-reduce takes twice that. Compute runs at the chip's
 //! bf16 peak: `2·P·tokens` forward, `6·P·tokens` for training (`8·P·tokens` with full
-//! rematerialisation), plus attention scores `4·b·s²·h` per layer forward.
+//! rematerialisation), plus attention scores `4·b·s²·h` per layer forward. A chip does its
+//! batch share (the axes that split the batch) of each weight's work divided by that weight's
+//! `tensor` split, so a mesh that splits neither batch nor weights gets no speed-up from its
+//! chips (a CNN on a `tensor` axis its convolutions are not split on).
 //!
 //! FSDP also needs room for what it gathers: the largest layer's weights whole (activation
 //! dtype) and, when training, that layer's gradient before its reduce-scatter; parameters
@@ -228,7 +231,15 @@ pub(crate) fn score(
         ..Comms::default()
     };
     let e = ctx.compute_dtype;
-    let mut matmul_params = 0u64;
+    // Matmul weights' elements, each divided by the `tensor` split of its spec: a chip does
+    // that share of the weight's work for its share of the batch (a weight nothing splits on
+    // `tensor` is computed whole on every chip of that axis).
+    let mut matmul_params_per_chip = 0.0f64;
+    let tensor_ways = |spec: &[Option<Axis>]| -> f64 {
+        if spec.contains(&Some(Axis::Tensor)) { f64::from(mesh.tensor) } else { 1.0 }
+    };
+    let mut attention_split = false;
+    let mut tied_head_ways = 1.0f64;
     let mut groups: std::collections::HashMap<Option<u32>, u64> = std::collections::HashMap::new();
     for p in params {
         let trained = p.kind.trained();
@@ -274,7 +285,14 @@ pub(crate) fn score(
             && p.shape.len() >= 2
             && !matches!(p.kind, Kind::Embedding | Kind::PositionEmbedding)
         {
-            matmul_params += p.shape.iter().product::<u64>();
+            matmul_params_per_chip += p.shape.iter().product::<u64>() as f64 / tensor_ways(&p.spec);
+        }
+        if matches!(p.kind, Kind::Query | Kind::Qkv) && p.spec.contains(&Some(Axis::Tensor)) {
+            attention_split = true;
+        }
+        // A head tied to the embedding does the embedding's split of the vocabulary.
+        if ctx.dims.tied_head && p.kind == Kind::Embedding && p.shape.len() == 2 {
+            tied_head_ways = tensor_ways(&p.spec);
         }
         // FSDP traffic: this weight is gathered over the fsdp axis before use.
         if trained && p.spec.contains(&Some(Axis::Fsdp)) {
@@ -303,7 +321,8 @@ pub(crate) fn score(
     }
     m.padding = padded_total.saturating_sub(dense_total);
     if ctx.dims.tied_head {
-        matmul_params += ctx.dims.vocab.unwrap_or(0) * ctx.dims.hidden.unwrap_or(0);
+        matmul_params_per_chip +=
+            (ctx.dims.vocab.unwrap_or(0) * ctx.dims.hidden.unwrap_or(0)) as f64 / tied_head_ways;
     }
     let (act, act_remat) = activations(ctx, mesh);
     m.activations = act;
@@ -328,8 +347,10 @@ pub(crate) fn score(
         comms.exposed_s += n as f64 * 2.0 * gather_time(v as f64, mesh.tensor, bw[2]);
     }
 
-    // Compute.
-    let tokens = (ctx.batch * ctx.seq) as f64;
+    // Compute per chip: its share of the batch (the axes that split it) times each weight's
+    // share of the work (its `tensor` split). A mesh whose axes split neither does the whole
+    // step on every chip.
+    let tokens = (ctx.batch * ctx.seq) as f64 / split.max(1) as f64;
     let per_token = if !training {
         2.0
     } else if m.remat {
@@ -337,16 +358,17 @@ pub(crate) fn score(
     } else {
         6.0
     };
-    let mut flops = per_token * matmul_params as f64 * tokens;
+    let mut per_chip = per_token * matmul_params_per_chip * tokens;
     if let (Some(l), Some(h)) = (ctx.dims.layers, ctx.dims.hidden) {
-        let attn = 4.0 * ctx.batch as f64 * (ctx.seq as f64).powi(2) * h as f64 * l as f64;
-        flops += attn * per_token / 2.0;
+        let heads_ways = if attention_split { f64::from(mesh.tensor) } else { 1.0 };
+        let b = ctx.batch as f64 / split.max(1) as f64;
+        let attn = 4.0 * b * (ctx.seq as f64).powi(2) * h as f64 * l as f64 / heads_ways;
+        per_chip += attn * per_token / 2.0;
     }
     let peak = chip
         .peak
         .bf16
         .ok_or_else(|| ShardError::MissingFigure { chip: chip.id.clone(), field: "peak.bf16" })?;
-    let per_chip = flops / ctx.slice.chips as f64;
     let compute = Compute { flops: per_chip, time_s: per_chip / peak };
     let step = compute.time_s + comms.exposed_s + (comms.overlappable_s - compute.time_s).max(0.0);
     Ok(Candidate {

@@ -22,6 +22,7 @@
 
 pub mod cost;
 pub mod emit;
+pub mod graph_paths;
 pub mod names;
 pub mod spec;
 
@@ -46,6 +47,9 @@ pub struct ParamInfo {
     pub shape: Vec<u64>,
     /// Stored element type.
     pub dtype: DType,
+    /// For a tensor the file names anonymously, the module path and layout its graph gives
+    /// it ([`graph_paths::graph_paths`]): classified by that path instead of the name.
+    pub graph_path: Option<graph_paths::GraphPath>,
 }
 
 /// Which family of meshes to consider.
@@ -352,6 +356,32 @@ pub struct ShardPlan {
     pub notes: Vec<String>,
 }
 
+/// Removes the transposed copies of a tied embedding that `torch.onnx.export` (TorchScript)
+/// stores for the head's MatMul under an anonymous name (`onnx::MatMul_2861`
+/// `[768, 50257]` next to `transformer.wte.weight` `[50257, 768]` in GPT-2): the model trains
+/// one tensor. Returns (copy, embedding) names.
+fn drop_exporter_copies(roles: &mut Vec<(ParamInfo, ParamRole)>) -> Vec<(String, String)> {
+    let embeddings: Vec<(String, Vec<u64>)> = roles
+        .iter()
+        .filter(|(p, r)| r.kind == Kind::Embedding && p.shape.len() == 2)
+        .map(|(p, _)| (p.name.clone(), vec![p.shape[1], p.shape[0]]))
+        .collect();
+    let mut dropped = Vec::new();
+    roles.retain(|(p, _)| {
+        if !graph_paths::is_anonymous(&p.name) {
+            return true;
+        }
+        match embeddings.iter().find(|(_, t)| *t == p.shape) {
+            Some((of, _)) => {
+                dropped.push((p.name.clone(), of.clone()));
+                false
+            }
+            None => true,
+        }
+    });
+    dropped
+}
+
 /// Reads the model's dimensions off its parameters.
 fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDims {
     let mut d = ModelDims::default();
@@ -359,6 +389,7 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
     let mut max_layer: Option<u32> = None;
     let mut has_head = false;
     let mut head_dims: Option<u64> = None;
+    let mut head_vocab: Option<(u64, u64)> = None;
     for (p, r) in params {
         let el = p.shape.iter().product::<u64>();
         d.bytes += p.dtype.storage_bytes(el).unwrap_or(0);
@@ -373,10 +404,29 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
                 d.vocab = Some(p.shape[0]);
                 d.hidden = Some(p.shape[1]);
             }
-            Kind::LmHead => has_head = true,
+            Kind::LmHead => {
+                has_head = true;
+                if p.shape.len() == 2 {
+                    // [vocab, hidden] as torch stores it, [hidden, vocab] in Flax/Keras.
+                    let (v, h) = if r.orientation == Orientation::InOut {
+                        (p.shape[1], p.shape[0])
+                    } else {
+                        (p.shape[0], p.shape[1])
+                    };
+                    head_vocab = Some((v, h));
+                }
+            }
             Kind::Norm if p.shape.len() == 1 => *norm_lens.entry(p.shape[0]).or_insert(0) += 1,
             _ => {}
         }
+    }
+    // A head and no embedding: the exporter kept the tied tensor under the head's name
+    // (torch.onnx dynamo's GPT-2 has `lm_head.weight` only, gathered for the embedding too).
+    if d.vocab.is_none()
+        && let Some((v, h)) = head_vocab
+    {
+        d.vocab = Some(v);
+        d.hidden.get_or_insert(h);
     }
     if d.hidden.is_none() {
         d.hidden = norm_lens.iter().max_by_key(|(len, n)| (**n, **len)).map(|(len, _)| *len);
@@ -435,11 +485,23 @@ pub fn plan(
     chip: &Chip,
     opts: &ShardOptions,
 ) -> Result<ShardPlan, ShardError> {
-    let roles: Vec<(ParamInfo, ParamRole)> =
-        params.iter().map(|p| (p.clone(), names::classify(&p.name, &p.shape))).collect();
+    let mut roles: Vec<(ParamInfo, ParamRole)> = params
+        .iter()
+        .map(|p| {
+            let role = match &p.graph_path {
+                Some(g) => ParamRole {
+                    orientation: g.orientation,
+                    ..names::classify(&format!("{}.weight", g.module), &p.shape)
+                },
+                None => names::classify(&p.name, &p.shape),
+            };
+            (p.clone(), role)
+        })
+        .collect();
     if !roles.iter().any(|(_, r)| r.kind.trained()) {
         return Err(ShardError::NoParameters);
     }
+    let exporter_copies = drop_exporter_copies(&mut roles);
     let dims = model_dims(&roles, opts);
     let training = opts.workload.is_training();
     let batch = opts.batch.unwrap_or(u64::from(slice.chips));
@@ -459,6 +521,12 @@ pub fn plan(
         compute_dtype,
     };
     let mut notes = Vec::new();
+    for (copy, of) in &exporter_copies {
+        notes.push(format!(
+            "`{copy}` is the exporter's transposed copy of `{of}` (a head tied to the \
+             embedding): it is planned once, as the embedding"
+        ));
+    }
 
     let candidates: Vec<Mesh> = match &opts.mesh {
         Some(m) => {

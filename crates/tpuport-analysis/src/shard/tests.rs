@@ -16,6 +16,7 @@ fn params(text: &str) -> Vec<ParamInfo> {
             name,
             shape,
             dtype: DType::from_name(&d).or_else(|| DType::from_mlir(&d)).unwrap(),
+            graph_path: None,
         })
         .collect()
 }

@@ -127,13 +127,19 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
             .filter(|r| r.role != Role::Data)
             .filter_map(|r| {
                 let dtype = DType::from_mlir(&r.dtype).or_else(|| DType::from_name(&r.dtype))?;
-                Some(ParamInfo { name: r.label().to_owned(), shape: r.shape.clone()?, dtype })
+                Some(ParamInfo {
+                    name: r.label().to_owned(),
+                    shape: r.shape.clone()?,
+                    dtype,
+                    graph_path: None,
+                })
             })
             .collect());
     }
     // Tied tensors (a `.pt` state dict names GPT-2's `lm_head.weight` and `wte.weight` over
     // one storage) are one parameter: the first name is kept.
     let mut seen = std::collections::HashSet::new();
+    let mut paths = shard::graph_paths::graph_paths(model);
     Ok(model
         .weights
         .iter()
@@ -148,7 +154,12 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
             }
             _ => true,
         })
-        .map(|w| ParamInfo { name: w.name.clone(), shape: w.shape.clone(), dtype: w.dtype })
+        .map(|w| ParamInfo {
+            name: w.name.clone(),
+            shape: w.shape.clone(),
+            dtype: w.dtype,
+            graph_path: paths.remove(&w.name),
+        })
         .collect())
 }
 
