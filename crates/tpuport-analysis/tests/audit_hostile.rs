@@ -47,6 +47,7 @@ impl Builder {
             attrs,
             subgraphs: vec![],
             location: None,
+            scope: None,
         });
         y
     }

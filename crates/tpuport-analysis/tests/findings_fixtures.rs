@@ -238,6 +238,7 @@ fn hostile_shapes_and_deep_nesting_do_not_panic() {
             attrs: vec![],
             subgraphs: vec![],
             location: None,
+            scope: None,
         }
     }
     let huge =

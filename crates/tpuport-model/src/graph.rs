@@ -123,6 +123,11 @@ pub struct Node {
     pub subgraphs: Vec<(String, Graph)>,
     /// Source location (MLIR `loc(...)` text, ONNX doc string), if any.
     pub location: Option<String>,
+    /// The module path of the source model the node came from, where the exporter recorded
+    /// one (torch.onnx dynamo's `pkg.torch.onnx.name_scopes` metadata, innermost module:
+    /// `encoder.layer.0.attention.self.query`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl Node {
@@ -265,6 +270,7 @@ mod tests {
             attrs: vec![],
             subgraphs: vec![],
             location: None,
+            scope: None,
         });
         let n = g.add_node(Node {
             name: "if".into(),
@@ -275,6 +281,7 @@ mod tests {
             attrs: vec![("then_branch".into(), Attr::Graph(0))],
             subgraphs: vec![("then_branch".into(), body)],
             location: None,
+            scope: None,
         });
         assert_eq!(g.value(y).producer, Some(n));
         let names: Vec<_> = g.walk_nodes().map(|n| n.name.as_str()).collect();

@@ -34,5 +34,6 @@ pub fn node(name: &str, op: &str, inputs: Vec<Option<ValueId>>, output: ValueId)
         attrs: vec![],
         subgraphs: vec![],
         location: None,
+        scope: None,
     }
 }

@@ -17,6 +17,7 @@
 //!   them `[in, out]`: the planner reads each role and layout from the MatMul node's path, so
 //!   the query and MLP up projection split their output features (dim 1) on `tensor`, and the
 //!   attention output and MLP down projection their input features (dim 0);
+//!   the dynamo export of BERT (`val_N`, the path in node metadata) recognises all but the pooler;
 //! - ResNet-50 from ONNX (nothing to split on `tensor`) gets a mesh that splits the batch and
 //!   has no `tensor` axis, which would only repeat the same work on every chip;
 //! - bad input: a mesh larger than the slice, a tensor axis that does not divide the heads, a
@@ -263,4 +264,10 @@ fn bert_torchscript_onnx_weights_get_roles_from_their_matmul() {
     assert_eq!(v["model"]["mlp"], 3072);
     let unrecognised = v["unrecognised"].as_array().unwrap();
     assert!(!unrecognised.iter().any(|n| n.as_str().unwrap().starts_with("onnx::MatMul")));
+    // The dynamo export (`val_N` weights, `node_MatMul_N` nodes, the module path in node
+    // metadata): every weight but the pooler's is recognised, and the plan is the same.
+    let d = plan_json(&bert, "dynamo.onnx", &mesh);
+    assert_eq!(d["unrecognised"], serde_json::json!(["pooler.dense.weight"]));
+    assert_eq!(d["model"]["mlp"], 3072);
+    assert_eq!(d["chosen"]["comms"], v["chosen"]["comms"]);
 }

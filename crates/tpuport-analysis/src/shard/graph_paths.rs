@@ -7,9 +7,9 @@
 //! that path and takes its layout from the op: `MatMul`'s second input is `[in, out]`;
 //! `Gemm`'s is `[out, in]` with `transB = 1`, `[in, out]` without.
 //!
-//! Not covered: the dynamo exporter's `val_N` tensors. Its node names (`node_MatMul_50`) carry
-//! no path; the path is in node metadata (`pkg.torch.onnx.name_scopes`), which the importer
-//! does not keep. Those tensors still fall back to their shape.
+//! The dynamo exporter names such tensors `val_N` and its nodes `node_MatMul_50`; the module
+//! path is in the node's metadata (`pkg.torch.onnx.name_scopes`), which the importer keeps as
+//! [`tpuport_model::Node::scope`].
 
 use std::collections::HashMap;
 
@@ -30,6 +30,9 @@ pub struct GraphPath {
 #[must_use]
 pub fn is_anonymous(name: &str) -> bool {
     name.starts_with("onnx::")
+        || name
+            .strip_prefix("val_")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The module path and layout of every anonymous tensor read as the weight operand of a
@@ -47,7 +50,7 @@ pub fn graph_paths(model: &Model) -> HashMap<String, GraphPath> {
         if !is_anonymous(name) || out.contains_key(name) {
             continue;
         }
-        let Some(module) = module_of(&n.name) else { continue };
+        let Some(module) = n.scope.clone().or_else(|| module_of(&n.name)) else { continue };
         let orientation = match (n.op.as_str(), n.attr("transB")) {
             ("Gemm", Some(Attr::Int(1))) => Orientation::OutIn,
             _ => Orientation::InOut,

@@ -274,6 +274,7 @@ impl Converter {
                 attrs,
                 subgraphs,
                 location: (!n.doc_string.is_empty()).then(|| n.doc_string.clone()),
+                scope: torch_scope(&n.metadata_props),
             });
         }
 
@@ -353,5 +354,49 @@ impl Converter {
             }
         }
         Err(self.invalid(format!("graph has a cycle through node '{}'", label(&gp.node[cur], cur))))
+    }
+}
+
+/// The innermost module path torch.onnx's dynamo exporter records for a node
+/// (`pkg.torch.onnx.name_scopes = ['', 'encoder', …, 'encoder.layer.0.attention.self.query',
+/// 'linear']`). Each module entry extends the one before it; the exporter may append the op's
+/// own name (`linear`) last, which does not.
+fn torch_scope(props: &[super::proto::StringStringEntryProto]) -> Option<String> {
+    let v = &props.iter().find(|p| p.key == "pkg.torch.onnx.name_scopes")?.value;
+    let inner = v.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let mut module: Option<&str> = None;
+    for e in inner.split(',').map(|e| e.trim().trim_matches(|c| c == '\'' || c == '"')) {
+        if e.is_empty() {
+            continue;
+        }
+        match module {
+            Some(m) if !e.starts_with(m) || e.as_bytes().get(m.len()) != Some(&b'.') => break,
+            _ => module = Some(e),
+        }
+    }
+    module.map(str::to_owned)
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use super::super::proto::StringStringEntryProto;
+    use super::torch_scope;
+
+    fn scope(v: &str) -> Option<String> {
+        torch_scope(&[StringStringEntryProto {
+            key: "pkg.torch.onnx.name_scopes".into(),
+            value: v.into(),
+        }])
+    }
+
+    #[test]
+    fn the_innermost_module_before_the_op_name() {
+        let v =
+            "['', 'encoder', 'encoder.layer.0', 'encoder.layer.0.attention.self.query', 'linear']";
+        assert_eq!(scope(v).as_deref(), Some("encoder.layer.0.attention.self.query"));
+        assert_eq!(scope("['', 'lm_head', 'linear']").as_deref(), Some("lm_head"));
+        assert_eq!(scope("['', 'encoder', 'encoder.layer.1']").as_deref(), Some("encoder.layer.1"));
+        assert_eq!(scope("['']"), None);
+        assert_eq!(scope("not a list"), None);
     }
 }

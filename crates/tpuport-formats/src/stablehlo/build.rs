@@ -260,6 +260,7 @@ impl<'a> Builder<'a> {
             attrs,
             subgraphs,
             location,
+            scope: None,
         });
         Ok(())
     }

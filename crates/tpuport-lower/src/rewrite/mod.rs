@@ -121,6 +121,7 @@ pub(crate) fn simple_op(
         attrs: Vec::new(),
         subgraphs: Vec::new(),
         location,
+        scope: None,
     }
 }
 

@@ -185,6 +185,7 @@ pub mod build {
                 attrs: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
                 subgraphs: Vec::new(),
                 location: None,
+                scope: None,
             });
             self
         }
