@@ -15,6 +15,7 @@
 //! | HF BERT | `attention.self.{query,key,value}`, `attention.output.dense` | `intermediate.dense`, `output.dense` | `word_embeddings`, … | `LayerNorm` |
 //! | Flax/NNX | `attn.{query,key,value,out}` (`[D,H,Dh]`, `[H,Dh,D]`) | `up`, `down` | `embed.embedding` | `ln*.scale` |
 //! | keras-hub | `attention/{query,key,value,attention_output}`, `self_attention/…` | `ffw_gating(_2)`, `ffw_linear`, `feedforward_{intermediate,output}_dense` | `token_embedding/embeddings` | `*_norm/scale`, `layer_norm/gamma` |
+//! | torchvision ViT | `self_attention.in_proj_weight` (fused), `self_attention.out_proj` | `mlp.0`, `mlp.3` | `class_token`, `pos_embedding` | `ln_1`, `ln_2`, `ln` |
 //!
 //! A name no rule knows falls back to its shape: a matrix is sharded FSDP-style on its largest
 //! dimension, a vector is replicated; such parameters are listed as not recognised.
@@ -231,9 +232,9 @@ fn classify_module(module: &str, parents: &[String], rank: usize) -> Option<Kind
         "q_proj" | "query" | "q" | "wq" | "to_q" | "q_lin" | "query_proj" => Kind::Query,
         "k_proj" | "key" | "k" | "wk" | "to_k" | "k_lin" | "key_proj" => Kind::Key,
         "v_proj" | "value" | "v" | "wv" | "to_v" | "v_lin" | "value_proj" => Kind::Value,
-        "c_attn" | "qkv" | "qkv_proj" | "query_key_value" | "in_proj" | "wqkv" | "w_pack" => {
-            Kind::Qkv
-        }
+        // `nn.MultiheadAttention` stores its fused projection as `in_proj_weight`/`_bias`.
+        "c_attn" | "qkv" | "qkv_proj" | "query_key_value" | "in_proj" | "wqkv" | "w_pack"
+        | "in_proj_weight" | "in_proj_bias" => Kind::Qkv,
         "o_proj" | "out_proj" | "attention_output" | "out_lin" | "dense_out" => Kind::AttnOut,
         "up_proj"
         | "c_fc"
@@ -267,7 +268,17 @@ fn classify_module(module: &str, parents: &[String], rank: usize) -> Option<Kind
         | "pos"
         | "pos_embed"
         | "token_type_embeddings"
-        | "positional_embedding" => Kind::PositionEmbedding,
+        | "positional_embedding"
+        | "pos_embedding"
+        | "class_token"
+        | "cls_token" => Kind::PositionEmbedding,
+        // torchvision's `MLPBlock` is a Sequential: `mlp.0` the up projection, `mlp.3` down.
+        m if parents.last().is_some_and(|p| p == "mlp")
+            && !m.is_empty()
+            && m.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            if m == "0" { Kind::MlpUp } else { Kind::MlpDown }
+        }
         "c_proj" | "proj" | "out" | "wo" | "o" if in_attn => Kind::AttnOut,
         "c_proj" | "proj" | "wo" | "dense" if in_mlp => {
             if module == "dense" && parents.iter().any(|p| p == "intermediate") {
@@ -390,6 +401,27 @@ pub(crate) mod tests {
 
     fn of(pairs: &[(&'static str, usize)]) -> BTreeMap<&'static str, usize> {
         pairs.iter().copied().collect()
+    }
+
+    #[test]
+    fn torchvision_vit_b_16_state_dict() {
+        let (m, unknown) = census(include_str!("keys/torchvision_vit_b_16.tsv"));
+        // The classifier has no transformer role (the stem `conv_proj` is a convolution).
+        assert_eq!(unknown, ["heads.head.weight"]);
+        assert_eq!(
+            m,
+            of(&[
+                ("attn-out", 12),
+                ("attn-qkv", 12),
+                ("bias", 50),
+                ("matrix", 1),
+                ("conv", 1),
+                ("mlp-down", 12),
+                ("mlp-up", 12),
+                ("norm", 50),
+                ("position-embedding", 2),
+            ])
+        );
     }
 
     #[test]
