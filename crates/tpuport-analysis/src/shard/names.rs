@@ -277,7 +277,11 @@ fn classify_module(module: &str, parents: &[String], rank: usize) -> Option<Kind
             && !m.is_empty()
             && m.bytes().all(|b| b.is_ascii_digit()) =>
         {
-            if m == "0" { Kind::MlpUp } else { Kind::MlpDown }
+            if m == "0" {
+                Kind::MlpUp
+            } else {
+                Kind::MlpDown
+            }
         }
         "c_proj" | "proj" | "out" | "wo" | "o" if in_attn => Kind::AttnOut,
         "c_proj" | "proj" | "wo" | "dense" if in_mlp => {
