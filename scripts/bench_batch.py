@@ -29,7 +29,11 @@ it (the wait fraction is printed).
 
 Memory: one `tpuport batch` with the JAX MLP over 40,000 rows of .npy shards and one over
 400,000 (the same shards hard-linked ten times), peak RSS sampled from /proc/PID/status every
-50 ms; the ratio of the peaks should stay near 1 (bounded queues, parts of fixed size).
+50 ms; the ratio of the peaks should stay near 1 (bounded queues, parts of fixed size). The
+same for images when MobileNetV2 runs: its batch-8 module (already lowered and cached above)
+over the first JPEG_ROWS of its JPEGs and over ten hard links of each of them (16 and 160 with
+--quick), the image flags as above, default decoder threads and default parts (1,024 rows, so
+the small run writes one partial part and the large one a part and a half).
 """
 
 import argparse
@@ -53,6 +57,10 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 # model dir, batch, images, goal
 MODELS = [("mobilenet_v2", 8, 256, 1.3), ("resnet50", 8, 96, 1.0)]
+# JPEGs of the small image memory run (the large one has ten times as many): at ~50 rows/s the
+# small run is a few seconds (one partial part), the large one under half a
+# minute.
+JPEG_ROWS = 128
 
 
 def make_images(d: Path, n: int, seed: int) -> None:
@@ -155,6 +163,34 @@ def memory_check(exe: str, fixtures: Path, work: Path) -> None:
           f"{m10:.0f} MiB over 400,000 (1.2 GiB): x{m10 / m1:.2f}")
 
 
+def jpeg_memory_check(exe: str, lowered: Path, imgs: Path, work: Path, n: int,
+                      batch: int) -> None:
+    """Peak RSS of `tpuport batch` with MobileNetV2 over n of the benchmark's JPEGs, then over
+    10n (each hard-linked ten times under new names), default parts: decoded batches are
+    bounded by the queues and the decoder threads, so the peak should not grow with the number
+    of images."""
+    files = sorted(imgs.glob("*.jpg"))[:n]
+    if len(files) < n:
+        sys.exit(f"the JPEG memory check needs {n} images, {imgs} has {len(files)}")
+    small, big = work / "jpeg1x", work / "jpeg10x"
+    small.mkdir()
+    big.mkdir()
+    for f in files:
+        os.link(f, small / f.name)
+        for k in range(10):
+            os.link(f, big / f"c{k}-{f.name}")
+    base = [exe, "--python", sys.executable, "batch", str(lowered), "--batch", str(batch),
+            "--restart", "--mean", ",".join(map(str, MEAN)), "--std", ",".join(map(str, STD)),
+            "--progress-every", "3600"]
+    c1, m1 = peak_rss(base + ["--input", str(small), "--output", str(work / "j1")])
+    c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(work / "j10")])
+    if c1 or c10:
+        sys.exit("tpuport batch failed in the JPEG memory check")
+    print(f"batch memory: peak RSS {m1:.0f} MiB over {n:,} MobileNetV2 JPEGs (480x360, "
+          f"640x480; default parts), {m10:.0f} MiB over {10 * n:,} (the same files "
+          f"hard-linked ten times): x{m10 / m1:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tpuport", required=True)
@@ -166,6 +202,7 @@ def main() -> None:
     rounds = 1 if a.quick else ROUNDS
     wanted = a.models.split(",")
     work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
+    jpeg_check = None
     try:
         for model, batch, n, goal in MODELS:
             if model not in wanted:
@@ -181,6 +218,8 @@ def main() -> None:
             imgs = work / f"{model}-imgs"
             make_images(imgs, n, seed=len(model))
             run_tpuport(a.tpuport, lowered, imgs, work / "warm", batch)  # compile into the cache
+            if model == "mobilenet_v2":
+                jpeg_check = (lowered, imgs, JPEG_ROWS // 8 if a.quick else JPEG_ROWS, batch)
             tp, py, summaries = [], [], []
             for _ in range(rounds):
                 s = run_tpuport(a.tpuport, lowered, imgs, work / f"{model}-out", batch)
@@ -209,6 +248,9 @@ def main() -> None:
                       f"convolutions compiled as they are) {plain:.1f} items/s, so the rewrite "
                       f"gives {engine / plain if plain else 0:.2f}x")
         memory_check(a.tpuport, a.fixtures, work)
+        if jpeg_check:
+            lowered, imgs, n, batch = jpeg_check
+            jpeg_memory_check(a.tpuport, lowered, imgs, work, n, batch)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -2,10 +2,11 @@
 //! whole image, no crop), scaled to `[0, 1]`, normalised per channel by `(x - mean) / std`,
 //! and laid out as NCHW or NHWC `f32`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use image::imageops::FilterType;
 use serde::Serialize;
+use tpuport_serve::config::ImageLayout;
 
 /// Channel order of an image row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -45,6 +46,38 @@ pub struct ImageOptions {
     pub layout: Option<Layout>,
 }
 
+/// The `[image]` table of a model-repository entry's `config.toml`.
+#[derive(Clone, Debug)]
+pub struct ConfigImage {
+    /// The `config.toml`, for messages.
+    pub file: PathBuf,
+    /// Its values (checked when the file was read: three finite means, non-zero stds).
+    pub values: ImageOptions,
+}
+
+impl ConfigImage {
+    /// The `[image]` table of `model` when it is a model-repository entry (a folder with
+    /// `config.toml`) that has one.
+    ///
+    /// # Errors
+    /// The config cannot be read or is invalid (the message names the file and the field).
+    pub fn of_model(model: &Path) -> Result<Option<ConfigImage>, tpuport_serve::ServeError> {
+        let file = model.join("config.toml");
+        if !model.is_dir() || !file.is_file() {
+            return Ok(None);
+        }
+        let Some(c) = tpuport_serve::ModelConfig::read(&file)?.image else {
+            return Ok(None);
+        };
+        let layout = c.layout.map(|l| match l {
+            ImageLayout::Nchw => Layout::Nchw,
+            ImageLayout::Nhwc => Layout::Nhwc,
+        });
+        let values = ImageOptions { size: c.size, mean: c.mean, std: c.std, layout };
+        Ok(Some(ConfigImage { file, values }))
+    }
+}
+
 /// Largest pixel count of a source image: a hostile header is refused before the pixels are
 /// allocated (4 bytes a pixel at most are allocated).
 const MAX_PIXELS: u64 = 1 << 27;
@@ -60,19 +93,42 @@ impl ImageSpec {
     /// A row shape that is not an image (`[3, H, W]` or `[H, W, 3]`), or overrides that
     /// disagree with it (the message says which).
     pub fn for_input(row_shape: &[u64], o: &ImageOptions) -> Result<ImageSpec, String> {
+        ImageSpec::resolve(row_shape, o, None)
+    }
+
+    /// [`ImageSpec::for_input`] with the `[image]` table of the model's `config.toml` under
+    /// the flags: each flag given overrides its field, a field given by neither takes the
+    /// default. A message about a value from the config names the file and the field.
+    ///
+    /// # Errors
+    /// As [`ImageSpec::for_input`].
+    pub fn resolve(
+        row_shape: &[u64],
+        flags: &ImageOptions,
+        config: Option<&ConfigImage>,
+    ) -> Result<ImageSpec, String> {
+        let cfg = config.map(|c| &c.values);
+        // Where a value came from, for messages: the flag, else `FILE: image.FIELD`.
+        let from = |flag: &str, field: &str, by_flag: bool| match config {
+            Some(c) if !by_flag => format!("{}: image.{field}", c.file.display()),
+            _ => flag.to_owned(),
+        };
+        let size = flags.size.or(cfg.and_then(|c| c.size));
+        let layout_given = flags.layout.or(cfg.and_then(|c| c.layout));
         let guessed = match row_shape {
             [3, h, w] => Some((Layout::Nchw, *h, *w)),
             [h, w, 3] => Some((Layout::Nhwc, *h, *w)),
             _ => None,
         };
-        let layout = o.layout.or(guessed.map(|g| g.0)).ok_or_else(|| {
+        let layout = layout_given.or(guessed.map(|g| g.0)).ok_or_else(|| {
             format!("the model's input row {row_shape:?} is not an image ([3, H, W] or [H, W, 3])")
         })?;
         let (h, w) = match (layout, row_shape) {
             (Layout::Nchw, [3, h, w]) | (Layout::Nhwc, [h, w, 3]) => (*h, *w),
             _ => {
                 return Err(format!(
-                    "layout {layout:?} does not fit the model's input row {row_shape:?}"
+                    "{} {layout:?} does not fit the model's input row {row_shape:?}",
+                    from("--layout", "layout", flags.layout.is_some())
                 ));
             }
         };
@@ -80,19 +136,27 @@ impl ImageSpec {
             u32::try_from(h).map_err(|_| "image height too large".to_owned())?,
             u32::try_from(w).map_err(|_| "image width too large".to_owned())?,
         );
-        if let Some(size) = o.size
+        if let Some(size) = size
             && size != (h, w)
         {
             return Err(format!(
-                "--image-size {}x{} differs from the model's input {h}x{w}",
-                size.0, size.1
+                "{} {}x{} differs from the model's input {h}x{w}",
+                from("--image-size", "size", flags.size.is_some()),
+                size.0,
+                size.1
             ));
         }
-        let std = o.std.unwrap_or([1.0; 3]);
-        if std.iter().any(|s| !s.is_finite() || *s == 0.0) {
-            return Err("--std: every value must be finite and non-zero".to_owned());
+        let mean = flags.mean.or(cfg.and_then(|c| c.mean)).unwrap_or([0.0; 3]);
+        if mean.iter().any(|m| !m.is_finite()) {
+            let at = from("--mean", "mean", flags.mean.is_some());
+            return Err(format!("{at}: every value must be finite"));
         }
-        Ok(ImageSpec { height: h, width: w, mean: o.mean.unwrap_or([0.0; 3]), std, layout })
+        let std = flags.std.or(cfg.and_then(|c| c.std)).unwrap_or([1.0; 3]);
+        if std.iter().any(|s| !s.is_finite() || *s == 0.0) {
+            let at = from("--std", "std", flags.std.is_some());
+            return Err(format!("{at}: every value must be finite and non-zero"));
+        }
+        Ok(ImageSpec { height: h, width: w, mean, std, layout })
     }
 
     /// Bytes of one row (`f32`).
@@ -197,6 +261,36 @@ mod tests {
         assert!(e.contains("224x224"), "{e}");
         let o = ImageOptions { std: Some([1.0, 0.0, 1.0]), ..Default::default() };
         assert!(ImageSpec::for_input(&[3, 8, 8], &o).is_err());
+    }
+
+    #[test]
+    fn flags_override_the_config_field_by_field() {
+        let cfg = ConfigImage {
+            file: PathBuf::from("repo/m/config.toml"),
+            values: ImageOptions {
+                size: Some((8, 8)),
+                mean: Some([0.5; 3]),
+                std: Some([0.25; 3]),
+                layout: Some(Layout::Nchw),
+            },
+        };
+        let s = ImageSpec::resolve(&[3, 8, 8], &ImageOptions::default(), Some(&cfg)).unwrap();
+        assert_eq!((s.mean, s.std, s.layout), ([0.5; 3], [0.25; 3], Layout::Nchw));
+        let flags = ImageOptions { mean: Some([0.1, 0.2, 0.3]), ..Default::default() };
+        let s = ImageSpec::resolve(&[3, 8, 8], &flags, Some(&cfg)).unwrap();
+        assert_eq!((s.mean, s.std), ([0.1, 0.2, 0.3], [0.25; 3]));
+        // A config value that does not fit the model names the file and the field; the same
+        // value given as a flag names the flag.
+        let e = ImageSpec::resolve(&[3, 16, 16], &ImageOptions::default(), Some(&cfg)).unwrap_err();
+        assert!(e.starts_with("repo/m/config.toml: image.size 8x8 differs"), "{e}");
+        let flags = ImageOptions { size: Some((8, 8)), ..Default::default() };
+        let e = ImageSpec::resolve(&[3, 16, 16], &flags, Some(&cfg)).unwrap_err();
+        assert!(e.starts_with("--image-size 8x8 differs"), "{e}");
+        let e = ImageSpec::resolve(&[8, 8, 3], &ImageOptions::default(), Some(&cfg)).unwrap_err();
+        assert!(e.contains("config.toml: image.layout Nchw does not fit"), "{e}");
+        let flags = ImageOptions { layout: Some(Layout::Nhwc), size: None, ..Default::default() };
+        let cfg = ConfigImage { values: ImageOptions { size: None, ..cfg.values }, ..cfg };
+        assert!(ImageSpec::resolve(&[8, 8, 3], &flags, Some(&cfg)).is_ok());
     }
 
     #[test]

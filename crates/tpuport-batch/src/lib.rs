@@ -19,6 +19,7 @@
 //! The library never prints: progress goes to a [`Reporter`].
 
 mod error;
+mod heap;
 pub mod image;
 pub mod output;
 mod parquet;
@@ -32,7 +33,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use error::{BatchError, Result};
-pub use image::{ImageOptions, ImageSpec, Layout};
+pub use image::{ConfigImage, ImageOptions, ImageSpec, Layout};
 pub use output::{Manifest, OutputFormat, PartRecord};
 pub use source::BadRow;
 
@@ -72,7 +73,8 @@ pub struct BatchOptions {
     pub batch: Option<usize>,
     /// Rows per output part (rounded up to a multiple of the batch).
     pub rows_per_part: usize,
-    /// Image decoding (image sources only).
+    /// Image decoding (image sources only): each field set overrides the `[image]` table of
+    /// a model-repository entry's `config.toml`, which fills the fields left unset.
     pub image: ImageOptions,
     /// This process's shard.
     pub shard: Shard,
@@ -249,6 +251,10 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
         return Err(BatchError::invalid("--rows-per-part", "must be at least 1"));
     }
     let listing = source::list(&opts.input)?;
+    if listing.kind == source::Kind::Images {
+        heap::map_large_buffers();
+    }
+    let config_image = ConfigImage::of_model(&opts.model)?;
     let t = Instant::now();
     let client = tpuport_serve::client(opts.plugin.as_deref())?;
     let open = tpuport_serve::OpenOptions {
@@ -281,7 +287,7 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
     };
     rep.loaded(&loaded);
     let part_rows = opts.rows_per_part.div_ceil(batch) * batch;
-    let plan = pipeline::plan(&listing, &model, &opts.image, part_rows)?;
+    let plan = pipeline::plan(&listing, &model, &opts.image, config_image.as_ref(), part_rows)?;
     let fingerprint = fingerprint(opts, &model, &plan, batch, part_rows);
     std::fs::create_dir_all(&opts.output).map_err(|e| BatchError::io(&opts.output, e))?;
     output::remove_stale_temporaries(&opts.output, opts.shard.index, opts.shard.count);

@@ -14,7 +14,7 @@ use tpuport_model::DType;
 use tpuport_serve::Model;
 
 use crate::error::{BatchError, Result};
-use crate::image::{ImageOptions, ImageSpec};
+use crate::image::{ConfigImage, ImageOptions, ImageSpec};
 use crate::output::{self, Manifest, PartRecord};
 use crate::source::{self, BadRow, Kind, Listing, NpzCache, ReadRows, TensorFile};
 use crate::{Progress, Reporter};
@@ -53,6 +53,7 @@ pub(crate) fn plan(
     listing: &Listing,
     model: &Model,
     image: &ImageOptions,
+    config_image: Option<&ConfigImage>,
     part_rows: usize,
 ) -> Result<Plan> {
     let files = (0..listing.files.len())
@@ -80,7 +81,7 @@ pub(crate) fn plan(
                     format!("images become f32 rows; input `{}` is {}", input.name, input.dtype),
                 ));
             }
-            let spec = ImageSpec::for_input(&input.row_shape, image)
+            let spec = ImageSpec::resolve(&input.row_shape, image, config_image)
                 .map_err(|m| BatchError::invalid(format!("input `{}`", input.name), m))?;
             let n = listing.files.len() as u64;
             let mut s = 0;

@@ -33,6 +33,12 @@
 //! [executables]                   # optional: executables saved by `tpuport compile --save`
 //! files = { "1" = "exe/mlp_b1.pjrt", "32" = "exe/mlp_b32.pjrt" }   # bucket → file (+ FILE.json)
 //! only = false                    # true: never compile; a missing or stale executable fails the model
+//!
+//! [image]                         # optional: how `tpuport batch` decodes image files; `tpuport
+//! size = [224, 224]               #   serve` accepts the table and ignores it (requests carry
+//! mean = [0.485, 0.456, 0.406]    #   tensors). Each `tpuport batch` flag (`--image-size`,
+//! std = [0.229, 0.224, 0.225]     #   `--mean`, `--std`, `--layout`) overrides its field.
+//! layout = "NCHW"                 # or "NHWC"
 //! ```
 
 use std::collections::BTreeMap;
@@ -134,6 +140,80 @@ pub struct ModelConfig {
     /// Executables saved by `tpuport compile --save`, loaded instead of compiling.
     #[serde(default)]
     pub executables: Option<Executables>,
+    /// How `tpuport batch` decodes image files for this model; `tpuport serve` accepts the
+    /// table and ignores it (requests carry tensors, not image files).
+    #[serde(default)]
+    pub image: Option<ImageConfig>,
+}
+
+/// `[image]`: the decode spec of image rows for `tpuport batch` (each of its flags overrides
+/// the field it names). Checked when the config is read; whether the size and layout fit the
+/// model's input is checked by `tpuport batch`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(try_from = "RawImageConfig")]
+pub struct ImageConfig {
+    /// Height and width after resizing (`size = [H, W]`).
+    pub size: Option<(u32, u32)>,
+    /// Per-channel mean (R, G, B), subtracted after scaling pixels to `[0, 1]`.
+    pub mean: Option<[f32; 3]>,
+    /// Per-channel standard deviation (R, G, B), divided by after the mean.
+    pub std: Option<[f32; 3]>,
+    /// Channel order of a row.
+    pub layout: Option<ImageLayout>,
+}
+
+/// `[image] layout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageLayout {
+    /// `"NCHW"`: rows `[3, H, W]`.
+    Nchw,
+    /// `"NHWC"`: rows `[H, W, 3]`.
+    Nhwc,
+}
+
+/// `[image]` as written; [`ImageConfig`] is what survives the checks.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawImageConfig {
+    size: Option<Vec<u32>>,
+    mean: Option<Vec<f32>>,
+    std: Option<Vec<f32>>,
+    layout: Option<String>,
+}
+
+impl TryFrom<RawImageConfig> for ImageConfig {
+    type Error = String;
+
+    fn try_from(r: RawImageConfig) -> Result<ImageConfig, String> {
+        let size = match r.size.as_deref() {
+            None => None,
+            Some(&[h, w]) if h > 0 && w > 0 => Some((h, w)),
+            Some(v) => {
+                return Err(format!("image.size: {v:?} is not [H, W] with both at least 1"));
+            }
+        };
+        let rgb = |field: &str, v: Option<Vec<f32>>| -> Result<Option<[f32; 3]>, String> {
+            let Some(v) = v else { return Ok(None) };
+            let a = <[f32; 3]>::try_from(v.as_slice())
+                .map_err(|_| format!("image.{field}: {} value(s); give 3 (R, G, B)", v.len()))?;
+            if a.iter().any(|x| !x.is_finite()) {
+                return Err(format!("image.{field}: every value must be finite"));
+            }
+            Ok(Some(a))
+        };
+        let mean = rgb("mean", r.mean)?;
+        let std = rgb("std", r.std)?;
+        if std.is_some_and(|s| s.contains(&0.0)) {
+            return Err("image.std: every value must be non-zero".to_owned());
+        }
+        let layout = match r.layout.as_deref() {
+            None => None,
+            Some(l) if l.eq_ignore_ascii_case("nchw") => Some(ImageLayout::Nchw),
+            Some(l) if l.eq_ignore_ascii_case("nhwc") => Some(ImageLayout::Nhwc),
+            Some(l) => return Err(format!("image.layout: {l:?} is not \"NCHW\" or \"NHWC\"")),
+        };
+        Ok(ImageConfig { size, mean, std, layout })
+    }
 }
 
 /// Saved executables (`[executables]`).
@@ -412,6 +492,41 @@ mod tests {
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn reads_and_checks_the_image_table() {
+        let head = "[model]\nkind = \"lowered\"\npath = \"m\"\n[image]\n";
+        let c = parse(&format!(
+            "{head}size = [224, 192]\nmean = [0.485, 0.456, 0.406]\nstd = [0.229, 0.224, 1]\n\
+             layout = \"NHWC\"\n"
+        ))
+        .unwrap();
+        let want = ImageConfig {
+            size: Some((224, 192)),
+            mean: Some([0.485, 0.456, 0.406]),
+            std: Some([0.229, 0.224, 1.0]),
+            layout: Some(ImageLayout::Nhwc),
+        };
+        assert_eq!(c.image, Some(want));
+        // Every field is optional; without the table there is no spec.
+        assert_eq!(parse(&format!("{head}mean = [0, 0, 0]\n")).unwrap().image.unwrap().std, None);
+        assert_eq!(parse("[model]\nkind = \"lowered\"\npath = \"m\"\n").unwrap().image, None);
+        for (body, want) in [
+            ("crop = 3\n", "unknown field `crop`"),
+            ("mean = [0.5, 0.5]\n", "image.mean: 2 value(s); give 3"),
+            ("std = [1, 0, 1]\n", "image.std: every value must be non-zero"),
+            ("std = [1, nan, 1]\n", "image.std: every value must be finite"),
+            ("size = [224]\n", "image.size"),
+            ("size = [0, 224]\n", "image.size"),
+            ("layout = \"NCWH\"\n", "image.layout: \"NCWH\""),
+            ("mean = \"imagenet\"\n", "expected a sequence"),
+        ] {
+            let e = parse(&format!("{head}{body}")).unwrap_err().to_string();
+            assert!(e.contains(want), "{body:?}: {e}");
+            assert!(e.contains("config.toml"), "names the file: {e}");
             assert!(!e.contains('\n'), "one line: {e}");
         }
     }

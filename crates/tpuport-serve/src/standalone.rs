@@ -80,6 +80,7 @@ fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan,
         outputs: Vec::new(),
         batching: Batching { buckets, ..Batching::default() },
         executables: None,
+        image: None,
     };
     if real.is_dir() {
         let repo = Repository::open(parent)?;

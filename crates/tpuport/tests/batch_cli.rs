@@ -1,7 +1,8 @@
 //! `tpuport batch` as a process: outputs equal `tpuport run` on the same rows (a JAX MLP over
-//! `.npy` shards with padded last batches; MobileNetV2 lowered from ONNX over generated JPEGs),
-//! SIGKILL then resume writes byte-identical files, three shards equal one run, and corrupt
-//! inputs are skipped and recorded (or stop the run with `--fail-fast`) without losing parts.
+//! `.npy` shards with padded last batches; MobileNetV2 and ResNet-50 lowered from ONNX over
+//! generated JPEGs), SIGKILL then resume writes byte-identical files, three shards equal one
+//! run, corrupt inputs are skipped and recorded (or stop the run with `--fail-fast`) without
+//! losing parts, and a repository entry's `[image]` table equals the image flags.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -401,26 +402,121 @@ fn bad_invocations_are_one_line_errors() {
     assert_eq!(batch(&cache, &model, &input, &out, &["--restart"]).code, 0);
 }
 
-/// MobileNetV2 (torch.onnx dynamo export) lowered at buckets 1 and 4, over 6 generated JPEGs of
-/// assorted sizes and one truncated JPEG: outputs equal `tpuport run` on the windows batch
-/// forms, the broken image is recorded.
-///
-/// Windows are 4 listed files in path order, the broken one included (`img2b-broken.jpg` sorts
-/// after `img2.jpg`), so each window holds 3 good rows padded into bucket 4. The reference must
-/// put every row at the same position of the same padded batch: XLA's CPU kernels give one row
-/// results that differ in the last bit with its position in the batch (row `img3.jpg` differed
-/// by 7.5e-8 at position 3 instead of 0 on 2026-12-05).
+/// A model-repository entry around a hand-written StableHLO module at bucket 4 that sums each
+/// channel of an `[3, 8, 8]` image row (no weights, nothing to lower), with `image` appended
+/// to its `config.toml`.
+fn channel_sum_entry(dir: &Path, name: &str, image: &str) -> PathBuf {
+    let m = dir.join(name);
+    std::fs::create_dir_all(&m).unwrap();
+    std::fs::write(
+        m.join("m4.mlir"),
+        "module @channel_sum {\n  func.func public @main(%arg0: tensor<4x3x8x8xf32>) -> \
+         tensor<4x3xf32> {\n    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n    \
+         %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = \
+         [2, 3] : (tensor<4x3x8x8xf32>, tensor<f32>) -> tensor<4x3xf32>\n    \
+         return %0 : tensor<4x3xf32>\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("config.toml"),
+        format!("[model]\nkind = \"stablehlo\"\nmodules = {{ \"4\" = \"m4.mlir\" }}\n{image}"),
+    )
+    .unwrap();
+    m
+}
+
+/// The `[image]` table of a repository entry's config gives the same bytes as the same values
+/// given as flags; a flag overrides its field; a config value that does not fit the model, or
+/// a malformed one, is a one-line error naming the file and the field.
 #[test]
-fn mobilenet_over_jpegs_equals_run() {
+fn config_image_table_equals_the_flags_and_a_flag_overrides_it() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
-    let onnx = common::fixtures().join("torch/mobilenet_v2/dynamo.onnx");
-    let lowered = tmp.path().join("mnv2");
+    let imgs = tmp.path().join("imgs");
+    std::fs::create_dir_all(&imgs).unwrap();
+    let mut rng = SplitMix(5);
+    // 5 images: a window of 4, then 1 row padded into bucket 4.
+    for i in 0..5u32 {
+        let img = image::RgbImage::from_fn(12 + i, 10, |_, _| {
+            let v = rng.next_u64();
+            image::Rgb([v as u8, (v >> 8) as u8, (v >> 16) as u8])
+        });
+        img.save(imgs.join(format!("img{i}.png"))).unwrap();
+    }
+    let mean = "0.485,0.456,0.406";
+    let std = "0.229,0.224,0.225";
+    let plain = channel_sum_entry(tmp.path(), "plain", "");
+    let configured = channel_sum_entry(
+        tmp.path(),
+        "configured",
+        "[image]\nsize = [8, 8]\nmean = [0.485, 0.456, 0.406]\nstd = [0.229, 0.224, 0.225]\n\
+         layout = \"NCHW\"\n",
+    );
+    let part = |out: &Path| std::fs::read(out.join("part-00000.output0.npy")).unwrap();
+    let run = |model: &Path, out: &str, extra: &[&str]| {
+        let out = tmp.path().join(out);
+        let o = batch(&cache, model, &imgs, &out, extra);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let s: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!((s["rows"].as_u64(), s["batches"].as_u64()), (Some(5), Some(2)));
+        part(&out)
+    };
+    let by_flags = run(&plain, "flags", &["--mean", mean, "--std", std]);
+    let by_config = run(&configured, "config", &[]);
+    assert!(by_config == by_flags, "the config's [image] and the same flags differ");
+    // The defaults (mean 0, std 1) give other bytes: the config's values were applied.
+    assert!(run(&plain, "defaults", &[]) != by_flags);
+    // --mean overrides the config's mean alone: the same as both flags with that mean.
+    let other = "0.5,0.5,0.5";
+    let overridden = run(&configured, "override", &["--mean", other]);
+    assert!(overridden != by_config, "--mean did not override the config");
+    assert!(overridden == run(&plain, "flags2", &["--mean", other, "--std", std]));
+
+    for (name, table, want) in [
+        ("big", "[image]\nsize = [9, 9]\n", "image.size 9x9 differs from the model's input 8x8"),
+        ("nhwc", "[image]\nlayout = \"NHWC\"\n", "image.layout Nhwc does not fit"),
+        ("short", "[image]\nmean = [0.5, 0.5]\n", "image.mean: 2 value(s); give 3"),
+        ("typo", "[image]\nmeans = [0.5, 0.5, 0.5]\n", "unknown field `means`"),
+    ] {
+        let entry = channel_sum_entry(tmp.path(), name, table);
+        let o = batch(&cache, &entry, &imgs, &tmp.path().join(format!("o-{name}")), &[]);
+        assert_eq!(o.code, 2, "{name}: {}", o.stderr);
+        // One line (after the model's load note when the model loaded first).
+        let errors: Vec<&str> = o.stderr.lines().filter(|l| !l.contains("loaded on")).collect();
+        assert_eq!(errors.len(), 1, "{name}: {}", o.stderr);
+        assert!(
+            errors[0].starts_with("error:") && errors[0].contains(want),
+            "{name}: {}",
+            o.stderr
+        );
+        assert!(errors[0].contains(&format!("{name}/config.toml")), "{name}: {}", o.stderr);
+    }
+    // A flag that fits the model wins over a config value that does not.
+    let entry = tmp.path().join("big");
+    let o = batch(&cache, &entry, &imgs, &tmp.path().join("o-big2"), &["--image-size", "8"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+/// A torchvision model (torch.onnx dynamo export, `fixture` under the fixture set) lowered at
+/// `buckets`, over 6 generated JPEGs of assorted sizes and one truncated JPEG: outputs equal
+/// `tpuport run` on the windows batch forms, the broken image is recorded.
+///
+/// Windows are 4 listed files in path order, the broken one included (`img2b-broken.jpg` sorts
+/// after `img2.jpg`), so each window holds 3 good rows padded into bucket 4 (the last window is
+/// the last 3 files). The reference must put every row at the same position of the same padded
+/// batch: XLA's CPU kernels give one row results that differ in the last bit with its position
+/// in the batch (MobileNetV2's row `img3.jpg` differed by 7.5e-8 at position 3 instead of 0 on
+/// 2026-12-05).
+fn convnet_over_jpegs_equals_run(fixture: &str, buckets: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let onnx = common::fixtures().join(fixture).join("dynamo.onnx");
+    let lowered = tmp.path().join("lowered");
     let o = common::output(
         common::runtime_command(&cache)
             .arg("lower")
             .arg(&onnx)
-            .args(["--batch", "1,4", "-o"])
+            .args(["--batch", buckets, "-o"])
             .arg(&lowered),
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -497,7 +593,18 @@ fn mobilenet_over_jpegs_equals_run() {
         let (_, y) = npy_f32(&rdir.join("out0.npy"));
         want.extend_from_slice(&y[..chunk.len() * 1000 * 4]);
     }
-    assert!(got == want, "batch and run differ");
+    assert!(got == want, "{fixture}: batch and run differ");
+}
+
+#[test]
+fn mobilenet_over_jpegs_equals_run() {
+    convnet_over_jpegs_equals_run("torch/mobilenet_v2", "1,4");
+}
+
+/// ResNet-50 at the one bucket 4 (both windows padded into it), to keep the compile short.
+#[test]
+fn resnet50_over_jpegs_equals_run() {
+    convnet_over_jpegs_equals_run("torch/resnet50", "4");
 }
 
 /// An ONNX model lowered on the fly at `--buckets 2,4`, over the fixture's `.npz` of inputs

@@ -63,20 +63,25 @@ pub(crate) struct BatchArgs {
     /// Rows per output part (rounded up to a multiple of the batch).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub(crate) rows_per_part: usize,
-    /// Image height and width, `224` or `224x224` (must match the model's input).
+    /// Image height and width, `224` or `224x224` (must match the model's input). This and the
+    /// three image flags below override the `[image]` table of a model-repository entry's
+    /// `config.toml`, field by field.
     #[arg(long, value_name = "H[xW]", value_parser = parse_size)]
     pub(crate) image_size: Option<(u32, u32)>,
-    /// Per-channel mean subtracted after scaling pixels to [0, 1], e.g. `0.485,0.456,0.406`.
+    /// Per-channel mean subtracted after scaling pixels to [0, 1], e.g. `0.485,0.456,0.406`
+    /// (default: the config's `[image] mean`, else 0).
     #[arg(long, value_name = "R,G,B", value_parser = parse_rgb)]
     pub(crate) mean: Option<[f32; 3]>,
-    /// Per-channel standard deviation divided by, e.g. `0.229,0.224,0.225`.
+    /// Per-channel standard deviation divided by, e.g. `0.229,0.224,0.225` (default: the
+    /// config's `[image] std`, else 1).
     #[arg(long, value_name = "R,G,B", value_parser = parse_rgb)]
     pub(crate) std: Option<[f32; 3]>,
     /// How parts are written: `.npy` per output plus a keys file, or one Parquet file with a
     /// `key` column and a list column per output.
     #[arg(long, value_enum, default_value_t = OutputFormatArg::Npy)]
     pub(crate) output_format: OutputFormatArg,
-    /// Image layout (default: from the model's input shape).
+    /// Image layout (default: the config's `[image] layout`, else from the model's input
+    /// shape).
     #[arg(long, value_enum)]
     pub(crate) layout: Option<LayoutArg>,
     /// This process's shard (default: the Indexed Job's completion index, else 0).
