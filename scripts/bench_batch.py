@@ -44,7 +44,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -129,6 +128,15 @@ def peak_rss(cmd: list[str]) -> tuple[int, float]:
     return p.returncode, peak / 1024
 
 
+def peak_pair(base: list[str], small: Path, big: Path, out: Path, what: str) -> tuple[float, float]:
+    """Peak RSS MiB of `base` over the small input, then over the large one."""
+    c1, m1 = peak_rss(base + ["--input", str(small), "--output", str(out / "small")])
+    c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(out / "big")])
+    if c1 or c10:
+        sys.exit(f"tpuport batch failed in the {what} memory check")
+    return m1, m10
+
+
 def memory_check(exe: str, fixtures: Path, work: Path) -> None:
     """Peak RSS of `tpuport batch` with the JAX MLP over 40,000 rows of .npy shards, then over
     400,000 (the same shards hard-linked ten times): bounded queues and fixed-size parts keep
@@ -155,10 +163,7 @@ def memory_check(exe: str, fixtures: Path, work: Path) -> None:
             os.link(small / f"s{i}.npy", big / f"c{k}-s{i}.npy")
     base = [exe, "--python", sys.executable, "batch", str(entry), "--restart",
             "--progress-every", "3600"]
-    c1, m1 = peak_rss(base + ["--input", str(small), "--output", str(work / "o1")])
-    c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(work / "o10")])
-    if c1 or c10:
-        sys.exit("tpuport batch failed in the memory check")
+    m1, m10 = peak_pair(base, small, big, work / "mlp-out", "MLP")
     print(f"batch memory: peak RSS {m1:.0f} MiB over 40,000 MLP rows (120 MiB of .npy), "
           f"{m10:.0f} MiB over 400,000 (1.2 GiB): x{m10 / m1:.2f}")
 
@@ -182,10 +187,7 @@ def jpeg_memory_check(exe: str, lowered: Path, imgs: Path, work: Path, n: int,
     base = [exe, "--python", sys.executable, "batch", str(lowered), "--batch", str(batch),
             "--restart", "--mean", ",".join(map(str, MEAN)), "--std", ",".join(map(str, STD)),
             "--progress-every", "3600"]
-    c1, m1 = peak_rss(base + ["--input", str(small), "--output", str(work / "j1")])
-    c10, m10 = peak_rss(base + ["--input", str(big), "--output", str(work / "j10")])
-    if c1 or c10:
-        sys.exit("tpuport batch failed in the JPEG memory check")
+    m1, m10 = peak_pair(base, small, big, work / "jpeg-out", "JPEG")
     print(f"batch memory: peak RSS {m1:.0f} MiB over {n:,} MobileNetV2 JPEGs (480x360, "
           f"640x480; default parts), {m10:.0f} MiB over {10 * n:,} (the same files "
           f"hard-linked ten times): x{m10 / m1:.2f}")
