@@ -240,6 +240,20 @@ fn torch_onnx_exports_plan_like_the_checkpoint() {
     let v = plan_json(&resnet, "dynamo.onnx", &["--slice", "v5e-8", "--workload", "train"]);
     assert_eq!(v["chosen"]["mesh"]["tensor"], 1, "{}", v["chosen"]);
     assert!(v["batch_spec"][0].is_array(), "{}", v["batch_spec"]);
+    for r in v["runners_up"].as_array().unwrap() {
+        assert_eq!(r["mesh"]["tensor"], 1, "{r}");
+    }
+    let o = output(command().current_dir(&resnet).args([
+        "shard",
+        "dynamo.onnx",
+        "--slice",
+        "v5e-8",
+        "--strategy",
+        "tp",
+    ]));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("no parameter is split on `tensor`"), "{}", o.stderr);
+    assert_eq!(o.stderr.trim().lines().count(), 1, "{}", o.stderr);
 }
 
 #[test]

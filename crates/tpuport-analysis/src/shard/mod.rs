@@ -547,6 +547,7 @@ pub fn plan(
     };
     let tp_ok = |t: u32| spec::tensor_divides(&roles, t);
     let mut scored = Vec::new();
+    let mut no_tensor_split = false;
     let mut first_err: Option<ShardError> = None;
     for m in &candidates {
         if !batch.is_multiple_of(u64::from(m.data)) {
@@ -567,6 +568,16 @@ pub fn plan(
             continue;
         }
         let placed = spec::place(&roles, m, param_dtype);
+        // A `tensor` axis no parameter is split on only repeats the same work on its chips
+        // (Silero VAD's LSTM and convolutions, ResNet-50): `auto` never offers it, though its
+        // cheaper collectives could make a tiny model's step look faster.
+        if opts.mesh.is_none()
+            && m.tensor > 1
+            && !placed.params.iter().any(|p| p.spec.contains(&Some(Axis::Tensor)))
+        {
+            no_tensor_split = true;
+            continue;
+        }
         scored.push((cost::score(&ctx, m, &placed.params)?, placed));
     }
     if scored.is_empty() {
@@ -575,7 +586,18 @@ pub fn plan(
             (e, None) => ShardError::NoMesh {
                 strategy: opts.strategy.as_str(),
                 slice: slice_name.to_owned(),
-                reason: e.map_or_else(|| "no factorisation of the slice".into(), |e| e.to_string()),
+                reason: e.map_or_else(
+                    || {
+                        if no_tensor_split {
+                            "no parameter is split on `tensor` (it would only repeat the same \
+                             work); try --strategy fsdp or dp"
+                                .into()
+                        } else {
+                            "no factorisation of the slice".into()
+                        }
+                    },
+                    |e| e.to_string(),
+                ),
             },
             (None, Some(_)) => ShardError::NoParameters,
         });
