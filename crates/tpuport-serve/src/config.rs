@@ -25,7 +25,7 @@
 //! max_queue_delay_us = 500        # while a batch executes, wait this long for more requests
 //! wait_when_idle = false          # true: wait even when nothing executes (Triton's rule)
 //! max_queue_size = 256            # queued requests; more are refused with 503 + Retry-After
-//! default_timeout_ms = 0          # 0: none; a request's `timeout` parameter may only lower it
+//! default_timeout_ms = 0          # 0: none; from when the request is read; `timeout` may lower it
 //! instances = 2                   # executions in flight at once for this model
 //! priority_levels = 2             # request parameter `priority`: 1 (highest) … levels
 //! default_priority = 2
@@ -293,7 +293,8 @@ pub struct Batching {
     /// Queued requests at most (0: 1024).
     #[serde(default)]
     pub max_queue_size: usize,
-    /// Default per-request timeout in milliseconds (0: none).
+    /// Default per-request timeout in milliseconds (0: none), counted from when the server
+    /// reads the request; a request not started by then is answered 503 (timeout).
     #[serde(default)]
     pub default_timeout_ms: u64,
     /// Executions in flight at once (default 1).

@@ -205,7 +205,7 @@ async fn infer_any(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let r = infer_inner(&s, &name, version.as_deref(), &headers, body).await;
+    let r = infer_inner(&s, &name, version.as_deref(), &headers, body, started).await;
     let resp = match r {
         Ok(resp) => resp,
         Err(e) => error_response(&e),
@@ -261,6 +261,7 @@ async fn infer_inner(
     version: Option<&str>,
     headers: &HeaderMap,
     body: Body,
+    started: Instant,
 ) -> Result<Response, InferError> {
     let (model, batcher, drift) = s.model(name, version)?;
     let body = read_body(s, body).await?;
@@ -337,6 +338,7 @@ async fn infer_inner(
     let schedule = Schedule {
         priority: param_u64(params, "priority")?,
         timeout_us: param_u64(params, "timeout")?,
+        arrived: Some(started),
     };
     let all_binary = param_bool(params, "binary_data_output")?.unwrap_or(false);
     // Requested outputs (all when absent), each with its binary flag.

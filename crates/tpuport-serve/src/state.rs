@@ -82,6 +82,9 @@ pub(crate) struct Decoded {
 pub(crate) struct Schedule {
     pub(crate) priority: Option<u64>,
     pub(crate) timeout_us: Option<u64>,
+    /// When the server took the request up (its handler started); the timeout counts from
+    /// here, so time spent before the queue is inside the deadline too. `None`: from submit.
+    pub(crate) arrived: Option<Instant>,
 }
 
 /// A ready model with its batcher and drift monitor.
@@ -344,7 +347,7 @@ impl State {
             (Some(t), None) => Some(Duration::from_micros(t)),
             (None, d) => d,
         };
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.map(|t| schedule.arrived.unwrap_or_else(Instant::now) + t);
         let data = slots.into_iter().flatten().collect();
         let (item, rx) = Item::new(rows, data, deadline);
         batcher.submit(item, level)?;

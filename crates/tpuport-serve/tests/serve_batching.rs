@@ -185,3 +185,44 @@ fn two_instances_execute_two_batches_at_once() {
     assert_eq!(metric(&m, "tpuport_executions_total{model=\"slow\",bucket=\"1\"}"), Some(2.0));
     srv.stop().unwrap();
 }
+
+/// The queue deadline counts from when the server took the request up, not from when it
+/// reached the queue: a body that trickles in past `default_timeout_ms` is answered 503
+/// (timeout) instead of running late. Under the old rule this request was answered 200.
+#[test]
+fn the_deadline_counts_from_arrival_not_from_the_queue() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    mlp_repo(tmp.path(), "mlp", "default_timeout_ms = 200");
+    let srv = Running::start(options(tmp.path()));
+    let x = values(784, 3);
+    let (h, b) = common::binary_infer(&x, 1, "");
+    // A prompt request is well inside the deadline.
+    assert_eq!(srv.post("/v2/models/mlp/infer", &h, &b).status, 200);
+    let mut head = format!(
+        "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        srv.addr,
+        b.len()
+    );
+    for (k, v) in &h {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&b[..b.len() / 2]).unwrap();
+    thread::sleep(std::time::Duration::from_millis(600));
+    s.write_all(&b[b.len() / 2..]).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("timed out"), "{text}");
+    let m = srv.metrics();
+    assert_eq!(
+        metric(&m, "tpuport_rejections_total{model=\"mlp\",reason=\"timeout\"}"),
+        Some(1.0),
+        "{m}"
+    );
+    srv.stop().unwrap();
+}

@@ -143,7 +143,7 @@ async fn model_metadata(
 async fn model_infer(s: &State, r: ModelInferRequest) -> Result<ModelInferResponse, Status> {
     let started = Instant::now();
     let name = r.model_name.clone();
-    let out = infer_inner(s, r).await;
+    let out = infer_inner(s, r, started).await;
     let code = match &out {
         Ok(_) => "OK".to_owned(),
         Err(e) => format!("{:?}", e.code()),
@@ -164,7 +164,11 @@ fn param_u64(p: &HashMap<String, InferParameter>, k: &str) -> Result<Option<u64>
     }
 }
 
-async fn infer_inner(s: &State, r: ModelInferRequest) -> Result<ModelInferResponse, Status> {
+async fn infer_inner(
+    s: &State,
+    r: ModelInferRequest,
+    started: Instant,
+) -> Result<ModelInferResponse, Status> {
     let (model, batcher, drift) =
         s.model(&r.model_name, Some(&r.model_version)).map_err(|e| status(&e))?;
     let max = s.opts.limits.max_body_bytes;
@@ -209,6 +213,7 @@ async fn infer_inner(s: &State, r: ModelInferRequest) -> Result<ModelInferRespon
     let schedule = Schedule {
         priority: param_u64(&r.parameters, "priority").map_err(|e| status(&e))?,
         timeout_us: param_u64(&r.parameters, "timeout").map_err(|e| status(&e))?,
+        arrived: Some(started),
     };
     let wanted: Vec<usize> = if r.outputs.is_empty() {
         (0..model.outputs.len()).collect()
