@@ -108,6 +108,52 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
     t.row(["total".to_owned(), bytes(m.total), format!("budget {}", bytes(m.budget))]);
     out.push_str(&t.render());
 
+    if let Some(v) = &plan.verified {
+        title(&mut out, "Verified by the TPU compiler");
+        if v.fits {
+            let _ = writeln!(
+                out,
+                "  {} compiled the plan over {} devices in {:.1} s: {} per chip (arguments + \
+                 outputs + temporaries), {:.2}x the plan's {}",
+                v.compiler,
+                v.devices,
+                v.compile_ms / 1e3,
+                bytes(v.compiler_bytes),
+                v.ratio,
+                bytes(v.plan_bytes)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  {} refused the plan for lack of HBM: it needs {} per chip ({:.2}x the plan's {}): {}",
+                v.compiler,
+                bytes(v.compiler_bytes),
+                v.ratio,
+                bytes(v.plan_bytes),
+                paint.paint("does not fit", Style::Red)
+            );
+            if let Some(msg) = &v.message {
+                let _ = writeln!(out, "  compiler: {msg}");
+            }
+        }
+        if !v.unplanned.is_empty() {
+            let shown: Vec<&str> = v.unplanned.iter().take(5).map(String::as_str).collect();
+            let _ = writeln!(
+                out,
+                "  {} program parameter{} the plan does not count, compiled replicated: {}{} \
+                 ({} per chip); without {}: {:.2}x the plan",
+                v.unplanned.len(),
+                if v.unplanned.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if v.unplanned.len() > 5 { ", …" } else { "" },
+                bytes(v.unplanned_bytes),
+                if v.unplanned.len() == 1 { "it" } else { "them" },
+                v.compiler_bytes.saturating_sub(v.unplanned_bytes) as f64
+                    / v.plan_bytes.max(1) as f64
+            );
+        }
+    }
+
     title(&mut out, "Per step, per chip");
     let k = &c.comms;
     let mut t = Table::new(&[], &[Align::Left, Align::Right, Align::Left]);

@@ -203,6 +203,96 @@ pub struct Request {
     pub plugin: Option<PathBuf>,
     /// Write the serialized executable here and its manifest to `FILE.json`.
     pub save: Option<PathBuf>,
+    /// Shardings to place on the program's arguments first (`tpuport shard --verify`); the
+    /// program is then compiled over the mesh's devices.
+    pub placement: Option<Placement>,
+}
+
+/// A sharding plan to place on a program's arguments before it compiles: each parameter
+/// the plan names gets its partition spec, each data argument whose leading dimension is the
+/// plan's batch is split there, everything else stays replicated (the SPMD partitioner
+/// propagates the rest). The module's own annotations are dropped first.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    /// The mesh (`data × fsdp × tensor`, devices row-major).
+    pub mesh: tpuport_analysis::shard::Mesh,
+    /// Partition spec per parameter name, one entry per dimension (`None`: whole).
+    pub params: std::collections::BTreeMap<String, Vec<Option<tpuport_analysis::shard::Axis>>>,
+    /// The global batch.
+    pub batch: u64,
+    /// The axes a data argument's leading dimension is split over.
+    pub batch_axes: Vec<tpuport_analysis::shard::Axis>,
+}
+
+impl Placement {
+    /// The `mhlo.sharding` text for an argument, `None` for one left replicated.
+    fn sharding(&self, name: &str, shape: &[u64], data: bool) -> Option<String> {
+        use tpuport_analysis::shard::gspmd::hlo_sharding;
+        let dims: Vec<Vec<tpuport_analysis::shard::Axis>> = if data {
+            let split: u64 =
+                self.batch_axes.iter().map(|&a| u64::from(self.mesh.size(a))).product();
+            if shape.first() != Some(&self.batch) || split <= 1 || !self.batch.is_multiple_of(split)
+            {
+                return None;
+            }
+            std::iter::once(self.batch_axes.clone())
+                .chain(std::iter::repeat_n(Vec::new(), shape.len() - 1))
+                .collect()
+        } else {
+            let spec = self.params.get(name)?;
+            if spec.len() != shape.len() {
+                return None;
+            }
+            spec.iter()
+                .zip(shape)
+                .map(|(a, &n)| match a {
+                    Some(a) if n.is_multiple_of(u64::from(self.mesh.size(*a))) => vec![*a],
+                    _ => Vec::new(),
+                })
+                .collect()
+        };
+        let s = hlo_sharding(&dims, &self.mesh);
+        (s != "{replicated}").then_some(s)
+    }
+
+    /// Places the shardings on `text` (a StableHLO text module) whose `@main` arguments are
+    /// `args`: (name, shape, is data) in order.
+    fn apply(&self, path: &Path, text: &str, args: &[(String, Vec<u64>, bool)]) -> Result<String> {
+        let mut model = tpuport_formats::stablehlo::parse_text(
+            path,
+            text,
+            &tpuport_formats::Limits::default(),
+        )?;
+        let placed: Vec<(usize, String)> = args
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (name, shape, data))| Some((i, self.sharding(name, shape, *data)?)))
+            .collect();
+        // Results with the batch leading are split as the data arguments are (an inference
+        // step's logits stay where they were computed instead of being gathered whole).
+        let g = &model.graph;
+        let results: Vec<(usize, String)> = g
+            .outputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &v)| {
+                let shape: Vec<u64> = g
+                    .value(v)
+                    .ty
+                    .shape
+                    .as_ref()?
+                    .0
+                    .iter()
+                    .map(tpuport_model::Dim::known)
+                    .collect::<Option<_>>()?;
+                Some((i, self.sharding("", &shape, true)?))
+            })
+            .collect();
+        let partitions = u32::try_from(self.mesh.devices()).unwrap_or(u32::MAX);
+        tpuport_lower::rewrite::place_shardings(&mut model, partitions, &placed, &results)
+            .context(|| format!("placing the plan's shardings on {}", path.display()))?;
+        Ok(tpuport_formats::stablehlo::print_model(&model)?)
+    }
 }
 
 /// Whether `tpuport audit` asks the TPU compiler.
@@ -305,6 +395,10 @@ struct Prepared {
     program: Program,
     source: String,
     partitions: u32,
+    /// Partition with Shardy (it also reads GSPMD annotations); false for a placement, whose
+    /// GSPMD annotations libtpu 0.0.52's Shardy import aborts on when tpuport printed the
+    /// module ("Expected HloShardingV3 during Shardy import"), so the GSPMD partitioner runs.
+    shardy: bool,
     params: Vec<(String, Typed)>,
     results: Vec<(String, Typed)>,
 }
@@ -366,7 +460,7 @@ pub fn compile(req: &Request, catalog: &Catalog, obs: &dyn Observer) -> Result<C
         pjrt_api: format!("{major}.{minor}"),
     };
     let copts = if prep.partitions > 1 {
-        tpuport_pjrt::CompileOptions::spmd(prep.partitions, true).with_identity_assignment()
+        tpuport_pjrt::CompileOptions::spmd(prep.partitions, prep.shardy).with_identity_assignment()
     } else {
         tpuport_pjrt::CompileOptions::default()
     };
@@ -564,10 +658,26 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
                 .iter()
                 .map(|r| (r.name.clone(), Some((r.dtype, r.shape.clone()))))
                 .collect();
+            let (text, partitions) = match &req.placement {
+                None => (low.mlir, 1),
+                Some(p) => {
+                    let args: Vec<(String, Vec<u64>, bool)> = low
+                        .args
+                        .iter()
+                        .map(|b| match &b.source {
+                            ArgSource::Input(n) => (n.clone(), b.shape.clone(), true),
+                            ArgSource::Weight(n) => (n.clone(), b.shape.clone(), false),
+                        })
+                        .collect();
+                    let n = u32::try_from(p.mesh.devices()).unwrap_or(u32::MAX);
+                    (p.apply(&req.model, &low.mlir, &args)?, n)
+                }
+            };
             Ok(Prepared {
-                program: Program::mlir(low.mlir.into_bytes()),
+                program: Program::mlir(text.into_bytes()),
                 source: "onnx (lowered by tpuport)".into(),
-                partitions: 1,
+                partitions,
+                shardy: req.placement.is_none(),
                 params,
                 results,
             })
@@ -593,10 +703,46 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
                     *name = format!("result{i}");
                 }
             }
+            let (program, partitions) = match &req.placement {
+                None => (m.program, m.partitions.max(1)),
+                Some(p) => {
+                    let text = std::str::from_utf8(m.program.code())
+                        .ok()
+                        .filter(|_| !m.program.is_bytecode())
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "{}: shardings are placed on StableHLO text; this is bytecode \
+                                 (print it as text, e.g. `jax.jit(f).lower(...).as_text()`)",
+                                req.model.display()
+                            ))
+                        })?;
+                    let model = tpuport_formats::stablehlo::parse_text(
+                        &req.model,
+                        text,
+                        &tpuport_formats::Limits::default(),
+                    )?;
+                    let roles = tpuport_analysis::roles::assign(&model, &Default::default())
+                        .map_err(|e| invalid(format!("{}: {e}", req.model.display())))?;
+                    let args: Vec<(String, Vec<u64>, bool)> = roles
+                        .args
+                        .iter()
+                        .map(|r| {
+                            (
+                                r.label().to_owned(),
+                                r.shape.clone().unwrap_or_default(),
+                                r.role == tpuport_analysis::roles::Role::Data,
+                            )
+                        })
+                        .collect();
+                    let n = u32::try_from(p.mesh.devices()).unwrap_or(u32::MAX);
+                    (Program::mlir(p.apply(&req.model, text, &args)?.into_bytes()), n)
+                }
+            };
             Ok(Prepared {
-                program: m.program,
+                program,
                 source: "stablehlo".into(),
-                partitions: m.partitions.max(1),
+                partitions,
+                shardy: req.placement.is_none(),
                 params,
                 results,
             })

@@ -65,6 +65,7 @@ impl Command {
     pub(crate) fn compiles_for_tpu_offline(&self) -> bool {
         match self {
             Command::Compile(_) => true,
+            Command::Shard(a) => a.verify,
             Command::Audit(a) => {
                 a.slice.is_some() && a.compiler != commands::audit::CompilerArg::None
             }

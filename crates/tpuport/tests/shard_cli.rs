@@ -20,6 +20,14 @@
 //!   the dynamo export of BERT (`val_N`, the path in node metadata) recognises all but the pooler;
 //! - ResNet-50 from ONNX (nothing to split on `tensor`) gets a mesh that splits the batch and
 //!   has no `tensor` axis, which would only repeat the same work on every chip;
+//! - torchvision's ViT-B/16 runs 197 tokens (`encoder.pos_embedding` `[1, 197, 768]`): without
+//!   `--seq` the plan counts 197, not the text default of 2048 (found by `--verify`, whose
+//!   compile held 0.13x the plan's memory before);
+//! - `--verify` (libtpu, `make libtpu`): GPT-2's TorchScript export at fsdp=4, tensor=2
+//!   compiles over 8 devices with the plan's shardings placed, so a chip holds less than the
+//!   474.7 MiB of weights whole; the exporter's transposed head copy is the one program
+//!   parameter the plan does not count; `--verify` on a checkpoint (no program) or for
+//!   training (tpuport does not build the backward pass) is one line and exit 2;
 //! - bad input: a mesh larger than the slice, a tensor axis that does not divide the heads, a
 //!   malformed mesh, an unknown slice, a missing file: one line on stderr, exit 2, and an
 //!   existing `-o` file left as it was.
@@ -284,4 +292,65 @@ fn bert_torchscript_onnx_weights_get_roles_from_their_matmul() {
     assert_eq!(d["unrecognised"], serde_json::json!(["pooler.dense.weight"]));
     assert_eq!(d["model"]["mlp"], 3072);
     assert_eq!(d["chosen"]["comms"], v["chosen"]["comms"]);
+}
+
+#[test]
+fn verify_compiles_the_plan_on_the_onnx_program_with_libtpu() {
+    for (file, extra, why) in [
+        ("model.safetensors", &[][..], "holds weights only"),
+        ("legacy.onnx", &["--workload", "train"][..], "proves inference plans"),
+    ] {
+        let o = output(
+            command()
+                .current_dir(gpt2())
+                .args(["shard", file, "--slice", "v5e-8", "--verify"])
+                .args(extra),
+        );
+        assert_eq!(o.code, 2, "{file}: {}", o.stderr);
+        assert_eq!(o.stderr.trim().lines().count(), 1, "{}", o.stderr);
+        assert!(o.stderr.contains(why), "{}", o.stderr);
+    }
+    let Some(lib) =
+        tpuport_testkit::libtpu("verify_compiles_the_plan_on_the_onnx_program_with_libtpu")
+    else {
+        return;
+    };
+    let lib = lib.to_str().unwrap().to_owned();
+    let args = [
+        "--slice",
+        "v5e-8",
+        "--batch",
+        "8",
+        "--seq",
+        "128",
+        "--mesh",
+        "fsdp=4,tensor=2",
+        "--verify",
+    ];
+    let v = plan_json(&gpt2(), "legacy.onnx", &[&args[..], &["--plugin", &lib]].concat());
+    let ver = &v["verified"];
+    assert_eq!(ver["fits"], true, "{ver}");
+    assert_eq!(ver["devices"], 8, "{ver}");
+    assert!(ver["compiler"].as_str().unwrap().starts_with("libtpu"), "{ver}");
+    let names: Vec<&str> =
+        ver["unplanned"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(names.len(), 1, "{ver}");
+    assert!(names[0].starts_with("onnx::MatMul_"), "{ver}");
+    // The placement took effect: the copy alone is 147 MiB replicated; the planned weights
+    // (474.7 MiB whole) are split 8 ways, so what is left per chip is well under them.
+    let extra = ver["unplanned_bytes"].as_u64().unwrap();
+    let rest = ver["compiler_bytes"].as_u64().unwrap() - extra;
+    assert!((150_000_000..160_000_000).contains(&extra), "{ver}");
+    assert!(rest < 474_700_000 / 2, "{ver}");
+    assert_eq!(ver["plan_bytes"], v["chosen"]["memory"]["total"], "{ver}");
+}
+
+#[test]
+fn a_vision_transformer_plans_its_own_token_count() {
+    let vit = fixtures().join("torch").join("vit_b_16");
+    let v = plan_json(&vit, "legacy.onnx", &["--slice", "v5e-8", "--batch", "32"]);
+    assert_eq!(v["seq"], 197, "{}", v["notes"]);
+    assert!(v["notes"].to_string().contains("encoder.pos_embedding"), "{}", v["notes"]);
+    let v = plan_json(&vit, "legacy.onnx", &["--slice", "v5e-8", "--batch", "32", "--seq", "50"]);
+    assert_eq!(v["seq"], 50);
 }

@@ -16,6 +16,7 @@
 //! - [`emit`]: the plan as JAX (`Mesh` with `AxisType.Auto`, `NamedSharding` per parameter
 //!   path), torch_xla SPMD (`xs.Mesh`, `xs.mark_sharding` per parameter, `[out, in]` order)
 //!   and JSON.
+//! - [`gspmd`]: a partition spec as an `mhlo.sharding` attribute, for compiling the plan.
 //!
 //! Nothing here reads tensor data: a plan needs names, shapes and dtypes only, so a 7B
 //! checkpoint plans from its safetensors headers.
@@ -23,6 +24,7 @@
 pub mod cost;
 pub mod emit;
 pub mod graph_paths;
+pub mod gspmd;
 pub mod names;
 pub mod spec;
 
@@ -126,7 +128,8 @@ pub struct ShardOptions {
     pub optimizer: Optimizer,
     /// Global batch (sequences); default one per chip.
     pub batch: Option<u64>,
-    /// Sequence length; default 2048 (MaxText's `max_target_length`).
+    /// Sequence length; default: the token count a `[1, N, hidden]` position embedding fixes
+    /// (a vision transformer), else 2048 (MaxText's `max_target_length`).
     pub seq: Option<u64>,
     /// Mesh family.
     pub strategy: Strategy,
@@ -354,6 +357,74 @@ pub struct ShardPlan {
     pub batch_spec: Vec<Option<Vec<Axis>>>,
     /// Things the reader should know.
     pub notes: Vec<String>,
+    /// The TPU compiler's answer for the plan placed on the model's program (`--verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verified>,
+}
+
+/// What the TPU compiler answered when the chosen plan was placed on the model's own program
+/// and compiled for the slice: its per-chip memory next to the plan's.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verified {
+    /// The compiler (`libtpu 0.0.52`).
+    pub compiler: String,
+    /// Devices the program was partitioned over.
+    pub devices: u32,
+    /// Compile wall time, milliseconds.
+    pub compile_ms: f64,
+    /// The compiler accepted the program; false when it refused for lack of HBM.
+    pub fits: bool,
+    /// HBM buffers per chip by the compiler: arguments + outputs − aliased + temporaries (on a
+    /// refusal, the bytes its message says are needed).
+    pub compiler_bytes: u64,
+    /// The plan's per-chip total.
+    pub plan_bytes: u64,
+    /// `compiler_bytes / plan_bytes`.
+    pub ratio: f64,
+    /// Parameters of the program the plan has no spec for (compiled replicated).
+    pub unplanned: Vec<String>,
+    /// Bytes per chip of those parameters, as the compiler laid them out.
+    pub unplanned_bytes: u64,
+    /// The compiler's message on a refusal.
+    pub message: Option<String>,
+}
+
+impl ShardPlan {
+    /// Records the compiler's answer for the chosen plan (`facts`); `data` names the program's
+    /// data inputs, which are not parameters.
+    pub fn record_compiler(
+        &mut self,
+        facts: &crate::compiler_check::CompilerFacts,
+        data: &[String],
+    ) {
+        // A module's unnamed arguments are `%argN` in the plan and `argN` in the compiler's list.
+        let key = |n: &str| n.trim_start_matches('%').to_owned();
+        let planned: std::collections::HashSet<String> =
+            self.params.iter().map(|p| key(&p.name)).collect();
+        let data: std::collections::HashSet<String> = data.iter().map(|d| key(d)).collect();
+        let extra: Vec<&crate::compiler_check::CompiledTensor> = facts
+            .parameters
+            .iter()
+            .filter(|p| !planned.contains(&key(&p.name)) && !data.contains(&key(&p.name)))
+            .collect();
+        let unplanned = extra.iter().map(|p| p.name.clone()).collect();
+        let unplanned_bytes = extra.iter().filter_map(|p| p.device_bytes).sum();
+        let plan_bytes = self.chosen.memory.total;
+        #[allow(clippy::cast_precision_loss, reason = "a ratio")]
+        let ratio = facts.hbm_bytes as f64 / plan_bytes.max(1) as f64;
+        self.verified = Some(Verified {
+            compiler: facts.compiler.clone(),
+            devices: facts.devices,
+            compile_ms: facts.compile_ms,
+            fits: facts.fits,
+            compiler_bytes: facts.hbm_bytes,
+            plan_bytes,
+            ratio,
+            unplanned,
+            unplanned_bytes,
+            message: facts.message.clone(),
+        });
+    }
 }
 
 /// Removes the transposed copies of a tied embedding that `torch.onnx.export` (TorchScript)
@@ -505,7 +576,20 @@ pub fn plan(
     let dims = model_dims(&roles, opts);
     let training = opts.workload.is_training();
     let batch = opts.batch.unwrap_or(u64::from(slice.chips));
-    let seq = opts.seq.unwrap_or(2048);
+    // A position embedding `[1, N, hidden]` (torchvision's and HF's ViT) fixes the token count:
+    // the model runs N tokens, whatever a text model's default would be.
+    // (The class token, `[1, 1, hidden]`, is one of them; the largest is the table.)
+    let fixed_tokens = roles
+        .iter()
+        .filter(|(p, r)| {
+            r.kind == Kind::PositionEmbedding
+                && p.shape.len() == 3
+                && p.shape[0] == 1
+                && Some(p.shape[2]) == dims.hidden
+        })
+        .max_by_key(|(p, _)| p.shape[1])
+        .map(|(p, _)| (p.name.clone(), p.shape[1]));
+    let seq = opts.seq.or(fixed_tokens.as_ref().map(|t| t.1)).unwrap_or(2048);
     let stored = roles.iter().map(|(p, _)| p.dtype).next().unwrap_or(DType::F32);
     let param_dtype = opts.param_dtype.unwrap_or(if training { DType::F32 } else { stored });
     let compute_dtype = opts.compute_dtype.unwrap_or(DType::BF16);
@@ -521,6 +605,9 @@ pub fn plan(
         compute_dtype,
     };
     let mut notes = Vec::new();
+    if let (None, Some((name, n))) = (opts.seq, &fixed_tokens) {
+        notes.push(format!("sequence: {n} tokens, from `{name}` (the model's fixed token count)"));
+    }
     for (copy, of) in &exporter_copies {
         notes.push(format!(
             "`{copy}` is the exporter's transposed copy of `{of}` (a head tied to the \
@@ -662,6 +749,7 @@ pub fn plan(
         unrecognised,
         batch_spec,
         notes,
+        verified: None,
     })
 }
 

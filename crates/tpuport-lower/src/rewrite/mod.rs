@@ -9,6 +9,7 @@
 //!   module);
 //! - [`expose`]: op results of `@main` returned as extra function results, for bisection;
 //! - [`unshard`]: an automatically partitioned module as a single-device one;
+//! - [`place_shardings`]: the reverse, a sharding per `@main` argument (a plan to compile);
 //! - [`unroll_depthwise`]: depthwise convolutions as per-tap multiply-adds, which XLA:CPU
 //!   runs an order of magnitude faster;
 //! - [`pointwise_as_dot`]: 1×1 convolutions as `dot_general`, which XLA:CPU runs up to 2.7×
@@ -24,6 +25,7 @@ mod conv;
 pub mod depthwise;
 mod emulate;
 mod expose;
+mod place;
 pub mod pointwise;
 mod retype;
 mod unshard;
@@ -31,6 +33,7 @@ mod unshard;
 pub use depthwise::unroll_depthwise;
 pub use emulate::{EmulationStats, MatmulPrecision, emulate_matmul};
 pub use expose::{Exposed, expose};
+pub use place::place_shardings;
 pub use pointwise::pointwise_as_dot;
 pub use retype::retype;
 pub use unshard::unshard;

@@ -61,6 +61,7 @@ pub(crate) fn run(a: &CompileArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
         partitions: a.partitions,
         plugin: a.plugin.clone(),
         save: a.save.clone(),
+        placement: None,
     };
     let report = compile(&req, &catalog, p)?;
     super::emit_report(p, g.format, &report, || render_text(&report))?;

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use tpuport_analysis::roles::Role;
 use tpuport_analysis::shard::{self, Mesh, ParamInfo, ShardOptions, Strategy, emit};
 use tpuport_analysis::{Optimizer, Workload};
-use tpuport_model::{DType, Model, WeightData};
+use tpuport_model::{DType, Model, ModelFormat, WeightData};
 
 use crate::cli::GlobalArgs;
 use crate::commands::{RoleArgs, Status};
@@ -97,6 +97,14 @@ pub(crate) struct ShardArgs {
     /// Print the time spent importing and planning to stderr.
     #[arg(long)]
     pub(crate) timings: bool,
+    /// Prove the plan with the TPU compiler: place the chosen specs on the model's own
+    /// program (ONNX lowered by tpuport, or StableHLO text), compile it for the slice with
+    /// libtpu and report its per-chip memory next to the plan's (inference only).
+    #[arg(long)]
+    pub(crate) verify: bool,
+    /// libtpu for `--verify` (default: found as `tpuport compile` finds it).
+    #[arg(long, value_name = "PATH", requires = "verify")]
+    pub(crate) plugin: Option<PathBuf>,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -173,10 +181,35 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     if a.batch == Some(0) || a.seq == Some(0) {
         anyhow::bail!("--batch and --seq must be at least 1");
     }
+    if a.verify && a.workload == Workload::Train {
+        anyhow::bail!(
+            "--verify compiles the model's own program, which is its forward pass: it proves \
+             inference plans. For training, place the emitted specs on your framework's train \
+             step and compile that with `tpuport compile`"
+        );
+    }
     let started = std::time::Instant::now();
     let model = tpuport_formats::open(&a.model, &tpuport_formats::ImportOptions::default())?;
+    if a.verify
+        && !matches!(
+            model.format,
+            ModelFormat::Onnx | ModelFormat::StablehloText | ModelFormat::StablehloBytecode
+        )
+    {
+        anyhow::bail!(
+            "{}: --verify needs the model's program (ONNX or StableHLO); a {} holds weights \
+             only: export the model (torch.onnx.export, jax.export) and pass that",
+            a.model.display(),
+            model.format.name()
+        );
+    }
     let imported = std::time::Instant::now();
     let params = parameters(a, &model)?;
+    // `--verify` compiles tpuport's lowering of the model, whose weights and activations share
+    // one dtype: bf16 when the parameters are asked in bf16, else f32. The plan counts the
+    // same, so the two figures compare like with like.
+    let program_dtype = a.param_dtype.unwrap_or(PlanDtype::F32);
+    let compute = if a.verify { program_dtype } else { a.dtype };
     let opts = ShardOptions {
         workload: a.workload,
         optimizer: a.optimizer,
@@ -184,12 +217,26 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         seq: a.seq,
         strategy: a.strategy,
         mesh: a.mesh,
-        param_dtype: a.param_dtype.map(PlanDtype::dtype),
-        compute_dtype: Some(a.dtype.dtype()),
+        param_dtype: if a.verify {
+            Some(program_dtype.dtype())
+        } else {
+            a.param_dtype.map(PlanDtype::dtype)
+        },
+        compute_dtype: Some(compute.dtype()),
         heads: a.heads,
     };
-    let plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
+    let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
+    if a.verify {
+        if compute != a.dtype {
+            plan.notes.push(format!(
+                "--verify: activations counted in {} like the compiled program, which computes in \
+                 its parameters' dtype (pass --param-dtype bf16 for a bf16 program)",
+                plan.compute_dtype
+            ));
+        }
+        verify(a, &model, &mut plan, &catalog, p, program_dtype)?;
+    }
     if a.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         p.note(&format!(
@@ -217,5 +264,68 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             })?;
         }
     }
-    Ok(if plan.chosen.fits { Status::Success } else { Status::Findings })
+    let fits = plan.chosen.fits && plan.verified.as_ref().is_none_or(|v| v.fits);
+    Ok(if fits { Status::Success } else { Status::Findings })
+}
+
+/// `--verify`: places the chosen plan on the model's program, compiles it with libtpu for the
+/// slice and records the compiler's per-chip memory on the plan.
+fn verify(
+    a: &ShardArgs,
+    model: &Model,
+    plan: &mut shard::ShardPlan,
+    catalog: &tpuport_hw::Catalog,
+    p: &Printer,
+    dtype: PlanDtype,
+) -> anyhow::Result<()> {
+    use tpuport_validate::compile::{Placement, Request, compile};
+    // Data inputs: an ONNX model's graph inputs; a StableHLO module's data arguments.
+    let data: Vec<String> = if model.format == ModelFormat::Onnx {
+        model.graph.inputs.iter().map(|&v| model.graph.value(v).name.clone()).collect()
+    } else {
+        a.roles
+            .roles(&a.model, model)?
+            .args
+            .iter()
+            .filter(|r| r.role == Role::Data)
+            .map(|r| r.label().to_owned())
+            .collect()
+    };
+    // An ONNX model's symbolic dimensions: the leading one of each input is the batch, any
+    // other takes the sequence length.
+    let mut import =
+        tpuport_formats::ImportOptions { batch: Some(plan.batch), ..Default::default() };
+    if model.format == ModelFormat::Onnx {
+        for &v in &model.graph.inputs {
+            let Some(shape) = &model.graph.value(v).ty.shape else { continue };
+            for d in shape.0.iter().skip(1) {
+                if let tpuport_model::Dim::Sym(name) = d {
+                    import.dims.insert(name.clone(), plan.seq);
+                }
+            }
+        }
+    }
+    let placement = Placement {
+        mesh: plan.chosen.mesh,
+        params: plan.params.iter().map(|q| (q.name.clone(), q.spec.clone())).collect(),
+        batch: plan.batch,
+        batch_axes: plan.batch_spec.first().cloned().flatten().unwrap_or_default(),
+    };
+    let req = Request {
+        model: a.model.clone(),
+        target: a.slice.clone(),
+        import,
+        compute: if dtype == PlanDtype::Bf16 {
+            tpuport_lower::onnx::ComputeType::Bf16
+        } else {
+            tpuport_lower::onnx::ComputeType::Native
+        },
+        partitions: None,
+        plugin: a.plugin.clone(),
+        save: None,
+        placement: Some(placement),
+    };
+    let report = compile(&req, catalog, p)?;
+    plan.record_compiler(&report.audit_facts(&plan.chip), &data);
+    Ok(())
 }

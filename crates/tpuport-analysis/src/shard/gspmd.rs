@@ -1,0 +1,110 @@
+//! A partition spec as the `mhlo.sharding` attribute the XLA SPMD partitioner reads, so a plan
+//! can be placed on a StableHLO program's arguments and compiled (`tpuport shard --verify`).
+//!
+//! The mesh's devices are numbered row-major over `data × fsdp × tensor`, as the emitted JAX
+//! (`np.asarray(jax.devices()).reshape(MESH_SHAPE)`) and torch_xla (`np.arange(n)`) code lay
+//! them, with the identity device assignment. The attribute uses the iota form JAX writes,
+//! `{devices=[t0,t1,...]<=[mesh]T(perm)}`: one tile count per tensor dimension (the product of
+//! the sizes of the axes that split it), then, when some mesh axis splits no dimension, one more
+//! count for the copies over those axes (`last_tile_dim_replicate`); the tile-to-device table
+//! is the device numbers laid out as the mesh (axes of size 1 left out), transposed so the axes
+//! come in the order the tiles use them. libtpu 0.0.52 (Shardy) refuses the explicit
+//! device-list form (`{devices=[8,1]0,1,...}`) on arguments: it aborts the process.
+
+use super::spec::{Axis, Mesh};
+
+const AXES: [Axis; 3] = [Axis::Data, Axis::Fsdp, Axis::Tensor];
+
+/// The `mhlo.sharding` text of a tensor whose dimension `i` is split over the mesh axes
+/// `dims[i]` (outermost first; empty: whole). An axis named twice, or of size 1, counts once
+/// or not at all. `{replicated}` when nothing is split.
+#[must_use]
+pub fn hlo_sharding(dims: &[Vec<Axis>], mesh: &Mesh) -> String {
+    let mut used = Vec::new();
+    let per_dim: Vec<Vec<Axis>> = dims
+        .iter()
+        .map(|axes| {
+            let mut mine = Vec::new();
+            for &a in axes {
+                if mesh.size(a) > 1 && !used.contains(&a) {
+                    used.push(a);
+                    mine.push(a);
+                }
+            }
+            mine
+        })
+        .collect();
+    if used.is_empty() {
+        return "{replicated}".into();
+    }
+    // Tile dimensions: each tensor dimension's axes, then the replicated axes together.
+    let rest: Vec<Axis> =
+        AXES.iter().copied().filter(|a| mesh.size(*a) > 1 && !used.contains(a)).collect();
+    let replicate = !rest.is_empty();
+    let mut groups = per_dim;
+    if replicate {
+        groups.push(rest);
+    }
+    let counts: Vec<String> = groups
+        .iter()
+        .map(|g| g.iter().map(|&a| u64::from(mesh.size(a))).product::<u64>().to_string())
+        .collect();
+    // The mesh's axes of size > 1, and the order in which the tiles walk them.
+    let mesh_axes: Vec<Axis> = AXES.iter().copied().filter(|a| mesh.size(*a) > 1).collect();
+    let order: Vec<usize> =
+        groups.iter().flatten().filter_map(|a| mesh_axes.iter().position(|m| m == a)).collect();
+    let sizes: Vec<String> = mesh_axes.iter().map(|&a| mesh.size(a).to_string()).collect();
+    let identity = order.iter().enumerate().all(|(i, &p)| i == p);
+    let devices = if identity {
+        format!("<=[{}]", mesh.devices())
+    } else {
+        let perm: Vec<String> = order.iter().map(usize::to_string).collect();
+        format!("<=[{}]T({})", sizes.join(","), perm.join(","))
+    };
+    format!(
+        "{{devices=[{}]{devices}{}}}",
+        counts.join(","),
+        if replicate { " last_tile_dim_replicate" } else { "" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: Mesh = Mesh { data: 2, fsdp: 2, tensor: 2 };
+
+    #[test]
+    fn nothing_split_is_replicated() {
+        assert_eq!(hlo_sharding(&[vec![], vec![]], &M), "{replicated}");
+        // Axes of size 1 split nothing.
+        let one = Mesh { data: 8, fsdp: 1, tensor: 1 };
+        assert_eq!(hlo_sharding(&[vec![Axis::Tensor], vec![]], &one), "{replicated}");
+    }
+
+    #[test]
+    fn every_axis_used_lists_the_mesh_in_order() {
+        // [data+fsdp, tensor]: the row-major mesh itself.
+        let s = hlo_sharding(&[vec![Axis::Data, Axis::Fsdp], vec![Axis::Tensor]], &M);
+        assert_eq!(s, "{devices=[4,2]<=[8]}");
+    }
+
+    #[test]
+    fn a_transposed_use_permutes_devices() {
+        // [tensor, fsdp] with data replicated: tile (i, j, k) sits at tensor=i, fsdp=j,
+        // data=k, device (k*2 + j)*2 + i: the [data, fsdp, tensor] iota transposed (2,1,0).
+        let s = hlo_sharding(&[vec![Axis::Tensor], vec![Axis::Fsdp]], &M);
+        assert_eq!(s, "{devices=[2,2,2]<=[2,2,2]T(2,1,0) last_tile_dim_replicate}");
+    }
+
+    #[test]
+    fn a_column_split_on_tensor_only() {
+        let tp = Mesh { data: 1, fsdp: 1, tensor: 8 };
+        assert_eq!(hlo_sharding(&[vec![], vec![Axis::Tensor]], &tp), "{devices=[1,8]<=[8]}");
+        let s = hlo_sharding(&[vec![Axis::Fsdp], vec![]], &Mesh { data: 1, fsdp: 4, tensor: 2 });
+        assert_eq!(s, "{devices=[4,1,2]<=[8] last_tile_dim_replicate}");
+        // Split on tensor with fsdp replicated: tiles walk tensor first, then fsdp.
+        let s = hlo_sharding(&[vec![Axis::Tensor], vec![]], &Mesh { data: 1, fsdp: 4, tensor: 2 });
+        assert_eq!(s, "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}");
+    }
+}
