@@ -43,7 +43,14 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
         facts.push(format!("hidden {h}"));
     }
     if let Some(v) = d.vocab {
-        facts.push(format!("vocab {v}{}", if d.tied_head { " (tied head)" } else { "" }));
+        let head = if d.tied_head {
+            " (tied head)"
+        } else if d.head {
+            ""
+        } else {
+            " (no head: the graph only looks it up)"
+        };
+        facts.push(format!("vocab {v}{head}"));
     }
     if let Some(h) = d.heads {
         facts.push(format!("{h} heads"));

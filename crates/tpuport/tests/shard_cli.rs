@@ -23,6 +23,13 @@
 //! - torchvision's ViT-B/16 runs 197 tokens (`encoder.pos_embedding` `[1, 197, 768]`): without
 //!   `--seq` the plan counts 197, not the text default of 2048 (found by `--verify`, whose
 //!   compile held 0.13x the plan's memory before);
+//! - found by `--verify` (libtpu held 0.76x and 0.32x of BERT's TP and FSDP inference plans):
+//!   BERT's ONNX exports only look rows up in the word embedding, so the model has no head
+//!   and no logits (its checkpoint, which has no graph, still plans a tied head), and the
+//!   embedding splits on its features; FSDP inference gathers one weight at a time (the
+//!   largest, MLP `[768, 3072]`), not a layer or the embedding group; torchvision ViT's
+//!   fused attention input projections, read by a MatMul scoped at `self_attention` itself,
+//!   are `attn-qkv` split on their output features;
 //! - `--verify` (libtpu, `make libtpu`): GPT-2's TorchScript export at fsdp=4, tensor=2
 //!   compiles over 8 devices with the plan's shardings placed, so a chip holds less than the
 //!   474.7 MiB of weights whole; the exporter's transposed head copy is the one program
@@ -353,4 +360,58 @@ fn a_vision_transformer_plans_its_own_token_count() {
     assert!(v["notes"].to_string().contains("encoder.pos_embedding"), "{}", v["notes"]);
     let v = plan_json(&vit, "legacy.onnx", &["--slice", "v5e-8", "--batch", "32", "--seq", "50"]);
     assert_eq!(v["seq"], 50);
+}
+
+#[test]
+fn onnx_graphs_show_encoders_without_heads_and_vit_fused_projections() {
+    let bert = fixtures().join("torch").join("bert_base");
+    let infer = ["--slice", "v5e-8", "--batch", "8", "--seq", "128"];
+    let ckpt = plan_json(&bert, "model.safetensors", &infer);
+    assert_eq!(ckpt["model"]["head"], true, "{}", ckpt["model"]);
+    for file in ["legacy.onnx", "dynamo.onnx"] {
+        let v = plan_json(&bert, file, &[&infer[..], &["--mesh", "data=2,tensor=4"]].concat());
+        assert_eq!(v["model"]["head"], false, "{file}: {}", v["model"]);
+        assert_eq!(v["model"]["tied_head"], false, "{file}");
+        assert_eq!(v["model"]["vocab"], 30522, "{file}");
+        let emb = v["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "embeddings.word_embeddings.weight")
+            .unwrap();
+        assert_eq!(emb["spec"], serde_json::json!([null, "tensor"]), "{file}: {emb}");
+        // FSDP inference: one weight gathered, the MLP's 768 x 3072 in bf16.
+        let v = plan_json(
+            &bert,
+            file,
+            &["--slice", "v5e-8", "--batch", "32", "--seq", "128", "--mesh", "fsdp=8"],
+        );
+        assert_eq!(v["chosen"]["memory"]["fsdp_gathered"], 768 * 3072 * 2, "{file}");
+    }
+    // GPT-2's TorchScript export looks its embedding up too, but its head multiplies by the
+    // transposed copy: still a tied head with logits.
+    let v = plan_json(&gpt2(), "legacy.onnx", &infer);
+    assert_eq!(v["model"]["tied_head"], true, "{}", v["model"]);
+
+    let vit = fixtures().join("torch").join("vit_b_16");
+    for file in ["legacy.onnx", "dynamo.onnx"] {
+        let v = plan_json(
+            &vit,
+            file,
+            &["--slice", "v5e-8", "--batch", "32", "--mesh", "data=2,tensor=4"],
+        );
+        let qkv: Vec<&serde_json::Value> = v["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["kind"] == "qkv" && p["shape"].as_array().unwrap().len() == 2)
+            .collect();
+        assert_eq!(qkv.len(), 12, "{file}: {}", v["unrecognised"]);
+        for p in qkv {
+            assert!(
+                p["spec"].as_array().unwrap().contains(&serde_json::json!("tensor")),
+                "{file}: {p}"
+            );
+        }
+    }
 }

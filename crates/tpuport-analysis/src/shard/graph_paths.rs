@@ -60,6 +60,46 @@ pub fn graph_paths(model: &Model) -> HashMap<String, GraphPath> {
     out
 }
 
+/// Tensors whose every reader in the graph is a `Gather` that looks rows up in them (input
+/// 0): embeddings no head multiplies by. BERT's `BertModel` export reads
+/// `embeddings.word_embeddings.weight` only so; GPT-2's reads `transformer.wte.weight` so too,
+/// but its head multiplies by a transposed copy (TorchScript) or by `lm_head.weight` (dynamo).
+#[must_use]
+pub fn lookup_only(model: &Model) -> std::collections::HashSet<String> {
+    let g = &model.graph;
+    // Per value: (read by a row lookup, read otherwise).
+    let mut reads: HashMap<tpuport_model::ValueId, (bool, bool)> = HashMap::new();
+    let mut captured = std::collections::HashSet::new();
+    for n in &g.nodes {
+        for (i, v) in n.inputs.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let e = reads.entry(*v).or_default();
+            if n.domain.is_empty() && n.op == "Gather" && i == 0 {
+                e.0 = true;
+            } else {
+                e.1 = true;
+            }
+        }
+        // A subgraph reading the tensor (If/Loop bodies capture outer values by name) counts
+        // as another use.
+        for (_, sg) in &n.subgraphs {
+            for m in &sg.nodes {
+                for v in m.inputs.iter().flatten() {
+                    if let Some(x) = sg.values.get(v.0 as usize) {
+                        captured.insert(x.name.clone());
+                    }
+                }
+            }
+        }
+    }
+    reads
+        .into_iter()
+        .filter(|(_, (lookup, other))| *lookup && !*other)
+        .map(|(v, _)| g.value(v).name.clone())
+        .filter(|name| !captured.contains(name))
+        .collect()
+}
+
 /// `/encoder/layer.0/attention/self/query/MatMul` → `encoder.layer.0.attention.self.query`.
 fn module_of(node: &str) -> Option<String> {
     let rest = node.strip_prefix('/')?;

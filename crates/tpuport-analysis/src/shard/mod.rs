@@ -52,6 +52,10 @@ pub struct ParamInfo {
     /// For a tensor the file names anonymously, the module path and layout its graph gives
     /// it ([`graph_paths::graph_paths`]): classified by that path instead of the name.
     pub graph_path: Option<graph_paths::GraphPath>,
+    /// The model's graph only looks rows up in this tensor (every reader is a `Gather` of
+    /// it): an embedding no head multiplies by ([`graph_paths::lookup_only`]). False when
+    /// there is no graph (a checkpoint) or it is read otherwise.
+    pub lookup_only: bool,
 }
 
 /// Which family of meshes to consider.
@@ -265,6 +269,10 @@ pub struct ModelDims {
     pub heads_from: Option<String>,
     /// Whether the output projection is tied to the embedding (no LM head stored).
     pub tied_head: bool,
+    /// Whether the model computes logits over the vocabulary: a stored LM head, or one tied
+    /// to the embedding. False when the graph only looks rows up in the embedding (an encoder
+    /// such as BERT's `BertModel`, whose outputs are hidden states).
+    pub head: bool,
     /// MLP width (the up projection's output features).
     pub mlp: Option<u64>,
 }
@@ -450,6 +458,12 @@ fn drop_exporter_copies(roles: &mut Vec<(ParamInfo, ParamRole)>) -> Vec<(String,
             None => true,
         }
     });
+    // The head multiplies by the copy, so the embedding does feed one.
+    for (p, _) in roles.iter_mut() {
+        if dropped.iter().any(|(_, of)| *of == p.name) {
+            p.lookup_only = false;
+        }
+    }
     dropped
 }
 
@@ -510,7 +524,11 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
         }
     }
     d.layers = max_layer.map(|l| u64::from(l) + 1);
-    d.tied_head = !has_head && d.vocab.is_some();
+    // An embedding the graph only looks rows up in feeds no head (a checkpoint has no graph,
+    // so there a missing head is taken as tied).
+    let lookup_only = params.iter().any(|(p, r)| r.kind == Kind::Embedding && p.lookup_only);
+    d.tied_head = !has_head && d.vocab.is_some() && !lookup_only;
+    d.head = has_head || d.tied_head;
     d.mlp = params
         .iter()
         .find(|(p, r)| r.kind == Kind::MlpUp && p.shape.len() == 2)
@@ -560,10 +578,18 @@ pub fn plan(
         .iter()
         .map(|p| {
             let role = match &p.graph_path {
-                Some(g) => ParamRole {
-                    orientation: g.orientation,
-                    ..names::classify(&format!("{}.weight", g.module), &p.shape)
-                },
+                Some(g) => {
+                    let mut role = names::classify(&format!("{}.weight", g.module), &p.shape);
+                    // A matmul scoped at an `nn.MultiheadAttention` itself (torchvision ViT's
+                    // `self_attention`) is its fused input projection, `[D, 3D]` as exported:
+                    // the module's own weight is `in_proj_weight`.
+                    let fused = p.shape.len() == 2
+                        && (p.shape[1] == 3 * p.shape[0] || p.shape[0] == 3 * p.shape[1]);
+                    if role.recognised == Recognised::Shape && fused {
+                        role = names::classify(&format!("{}.in_proj_weight", g.module), &p.shape);
+                    }
+                    ParamRole { orientation: g.orientation, ..role }
+                }
                 None => names::classify(&p.name, &p.shape),
             };
             (p.clone(), role)

@@ -246,7 +246,11 @@ pub(crate) struct Placed {
 /// at its stored dtype. Assumes [`tensor_divides`] passed.
 pub(crate) fn place(roles: &[(ParamInfo, ParamRole)], mesh: &Mesh, param_dtype: DType) -> Placed {
     let hidden = hidden_of(roles);
-    let untied = roles.iter().any(|(_, r)| r.kind == Kind::LmHead);
+    // The embedding's split: a table with its own head, or with none (only looked up), is
+    // split on its features; one tied to the head on the vocabulary.
+    let untied = roles
+        .iter()
+        .any(|(p, r)| r.kind == Kind::LmHead || (r.kind == Kind::Embedding && p.lookup_only));
     let mut notes = Vec::new();
     let mut vocab_whole: Vec<String> = Vec::new();
     let mut fsdp_whole = 0usize;

@@ -17,6 +17,7 @@ fn params(text: &str) -> Vec<ParamInfo> {
             shape,
             dtype: DType::from_name(&d).or_else(|| DType::from_mlir(&d)).unwrap(),
             graph_path: None,
+            lookup_only: false,
         })
         .collect()
 }

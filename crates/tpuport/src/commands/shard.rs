@@ -140,6 +140,7 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
                     shape: r.shape.clone()?,
                     dtype,
                     graph_path: None,
+                    lookup_only: false,
                 })
             })
             .collect());
@@ -148,6 +149,7 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
     // one storage) are one parameter: the first name is kept.
     let mut seen = std::collections::HashSet::new();
     let mut paths = shard::graph_paths::graph_paths(model);
+    let lookups = shard::graph_paths::lookup_only(model);
     Ok(model
         .weights
         .iter()
@@ -167,6 +169,7 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
             shape: w.shape.clone(),
             dtype: w.dtype,
             graph_path: paths.remove(&w.name),
+            lookup_only: lookups.contains(&w.name),
         })
         .collect())
 }
@@ -181,7 +184,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     if a.batch == Some(0) || a.seq == Some(0) {
         anyhow::bail!("--batch and --seq must be at least 1");
     }
-    if a.verify && a.workload == Workload::Train {
+    if a.verify && a.workload.is_training() {
         anyhow::bail!(
             "--verify compiles the model's own program, which is its forward pass: it proves \
              inference plans. For training, place the emitted specs on your framework's train \
