@@ -9,7 +9,10 @@ same step without sharding (`.venv-xla` has no `transformers`).
 2. `tpuport shard model.pt --slice v5e-8 --workload train --emit torch-xla -o plan.py`;
 3. moves the model to the XLA device, `plan.make_mesh()`, `plan.shard_model(model, mesh)`,
    `plan.shard_batch(ids, mesh)`, runs the step, and reads each parameter's sharding back
-   (`torch_xla._XLAC._get_xla_sharding_spec`).
+   (`torch_xla._XLAC._get_xla_sharding_spec`);
+4. the same step with `plan.wrap_fsdpv2(model, mesh)`: the plan's specs, then torch_xla's
+   FSDPv2 (`SpmdFullyShardedDataParallel`) around the model, which shards what the plan left
+   whole on its largest dimension over `fsdp`.
 
 Run with the torch_xla venv: .venv-xla/bin/python scripts/shard_proof_torch_xla.py --tpuport target/debug/tpuport
 """
@@ -167,7 +170,24 @@ def main() -> int:
         print(f"loss sharded {got:.6f} vs unsharded CPU {ref:.6f} (|diff| {abs(got - ref):.2e})")
         ok = abs(got - ref) < 1e-3 * max(1.0, abs(ref)) and split > 0
         print("ok" if ok else "MISMATCH")
-        return 0 if ok else 1
+
+        # FSDPv2: the plan's specs, then torch_xla's SpmdFullyShardedDataParallel around the
+        # model (the loss is a scalar: nothing to shard on the output).
+        m2 = plan.wrap_fsdpv2(build(0).to(dev), mesh, shard_output=lambda out, mesh: None)
+        x2 = plan.shard_batch(ids.to(dev), mesh)
+        loss2 = step(m2, x2, dev)
+        torch_xla.sync()
+        got2 = loss2.item()
+        inner = m2.module if hasattr(m2, "module") else m2
+        specs2 = {n: torch_xla._XLAC._get_xla_sharding_spec(p) for n, p in inner.named_parameters()}
+        split2 = sum(1 for s in specs2.values() if s and "replicated" not in s)
+        q = "model.layers.0.self_attn.q_proj.weight"
+        print(f"FSDPv2 ({type(m2).__name__}): {split2} of {len(specs2)} parameters split; {q}: plan "
+              f"{plan.PARAM_SPECS.get(q)} -> {specs2.get(q)}; loss {got2:.6f} vs unsharded CPU {ref:.6f} "
+              f"(|diff| {abs(got2 - ref):.2e})")
+        ok2 = abs(got2 - ref) < 1e-3 * max(1.0, abs(ref)) and split2 >= split
+        print("ok" if ok2 else "MISMATCH")
+        return 0 if ok and ok2 else 1
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 //! - the text report through the real renderer is stable (snapshot);
 //! - a keras-hub Gemma export with its weights as arguments plans its 20 weights, not its two
 //!   data arguments, with the `[H, D, Dh]` query kernel split on heads;
-//! - `--emit jax -o FILE` writes every parameter's spec; `--emit torch-xla` to stdout;
+//! - `--emit jax -o FILE` writes every parameter's spec; `--emit torch-xla` to stdout, with
+//!   `wrap_fsdpv2` (torch_xla's FSDPv2 after the plan's specs) when the mesh has an `fsdp` axis;
 //! - GPT-2's two torch.onnx exports plan like its checkpoint (same parameter count, vocabulary,
 //!   memory and step time): the TorchScript export's anonymous transposed head
 //!   (`onnx::MatMul_*` `[768, 50257]`) is not a second parameter, and the dynamo export, which
@@ -158,6 +159,20 @@ fn emit_jax_to_file_and_torch_xla_to_stdout() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("xs.mark_sharding(param, mesh, spec)"));
     assert!(o.stdout.contains("\"transformer.h.0.ln_1.weight\": (None,),"));
+    // A mesh with an `fsdp` axis also gets FSDPv2 (run by scripts/shard_proof_torch_xla.py);
+    // a tensor-only mesh does not.
+    assert!(o.stdout.contains("def wrap_fsdpv2(model, mesh, shard_output=None):"));
+    assert!(o.stdout.contains("FSDPv2(model, mesh=mesh, shard_output=shard_output)"));
+    let tp: Vec<&str> =
+        TRAIN.iter().map(|a| if *a == "fsdp=4,tensor=2" { "tensor=4,data=2" } else { a }).collect();
+    let o = output(
+        command()
+            .current_dir(gpt2())
+            .args(["shard", "model.safetensors", "--emit", "torch-xla"])
+            .args(&tp),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains("wrap_fsdpv2"), "{}", o.stdout);
 }
 
 #[test]

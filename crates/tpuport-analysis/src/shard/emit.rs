@@ -144,6 +144,13 @@ pub fn torch_xla(plan: &ShardPlan) -> String {
     s.push_str(
         "\ndef make_mesh():\n    \"\"\"Enables SPMD and builds the mesh over every device.\"\"\"\n    xr.use_spmd()\n    n = xr.global_runtime_device_count()\n    shape = MESH_SHAPE if int(np.prod(MESH_SHAPE)) == n else (1, n, 1)\n    return xs.Mesh(np.arange(n), shape, MESH_AXES)\n\n\ndef shard_model(model, mesh):\n    \"\"\"Marks every planned parameter of `model` (already on the XLA device); returns the\n    names of parameters the plan does not cover.\"\"\"\n    missing = []\n    for name, param in model.named_parameters():\n        spec = PARAM_SPECS.get(name)\n        if spec is None or len(spec) != param.dim():\n            missing.append(name)\n            continue\n        xs.mark_sharding(param, mesh, spec)\n    return missing\n\n\ndef shard_batch(tensor, mesh):\n    \"\"\"Marks an input whose first dimension is the batch.\"\"\"\n    spec = BATCH_SPEC[:1] + (None,) * (tensor.dim() - 1)\n    xs.mark_sharding(tensor, mesh, spec)\n    return tensor\n",
     );
+    if plan.chosen.mesh.fsdp > 1 {
+        s.push_str(&format!(
+            "\n\ndef wrap_fsdpv2(model, mesh, shard_output=None):\n    \"\"\"torch_xla's FSDPv2 around `model` (on the XLA device): the plan's specs first\n    (`shard_model`), then `SpmdFullyShardedDataParallel` shards every parameter the plan left\n    whole on its largest dimension over `fsdp`{extra_doc}. Pass `shard_output(output, mesh)`\n    when the forward does not return a batch-first tensor (a scalar loss: `lambda o, m: None`).\"\"\"\n    from torch_xla.experimental.spmd_fully_sharded_data_parallel import (\n        SpmdFullyShardedDataParallel as FSDPv2,\n    )\n\n    shard_model(model, mesh)\n    return FSDPv2(model, mesh=mesh, shard_output=shard_output{extra_arg})\n",
+            extra_doc = if plan.chosen.mesh.data > 1 { ", with the batch also split over `data`" } else { "" },
+            extra_arg = if plan.chosen.mesh.data > 1 { ", extra_data_axis=\"data\"" } else { "" },
+        ));
+    }
     s
 }
 
