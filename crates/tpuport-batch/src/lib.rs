@@ -19,7 +19,6 @@
 //! The library never prints: progress goes to a [`Reporter`].
 
 mod error;
-mod heap;
 pub mod image;
 pub mod output;
 mod parquet;
@@ -251,9 +250,6 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
         return Err(BatchError::invalid("--rows-per-part", "must be at least 1"));
     }
     let listing = source::list(&opts.input)?;
-    if listing.kind == source::Kind::Images {
-        heap::map_large_buffers();
-    }
     let config_image = ConfigImage::of_model(&opts.model)?;
     let t = Instant::now();
     let client = tpuport_serve::client(opts.plugin.as_deref())?;
