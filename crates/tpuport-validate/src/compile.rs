@@ -395,9 +395,9 @@ struct Prepared {
     program: Program,
     source: String,
     partitions: u32,
-    /// Partition with Shardy (it also reads GSPMD annotations); false for a placement, whose
-    /// GSPMD annotations libtpu 0.0.52's Shardy import aborts on when tpuport printed the
-    /// module ("Expected HloShardingV3 during Shardy import"), so the GSPMD partitioner runs.
+    /// Partition with Shardy (it also reads GSPMD annotations); false for a placement: libtpu
+    /// 0.0.52's Shardy import aborted the process on every module tpuport printed for one
+    /// ("Expected HloShardingV3 during Shardy import"), and the GSPMD partitioner compiles them.
     shardy: bool,
     params: Vec<(String, Typed)>,
     results: Vec<(String, Typed)>,

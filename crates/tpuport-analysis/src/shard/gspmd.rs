@@ -8,8 +8,8 @@
 //! the sizes of the axes that split it), then, when some mesh axis splits no dimension, one more
 //! count for the copies over those axes (`last_tile_dim_replicate`); the tile-to-device table
 //! is the device numbers laid out as the mesh (axes of size 1 left out), transposed so the axes
-//! come in the order the tiles use them. libtpu 0.0.52 (Shardy) refuses the explicit
-//! device-list form (`{devices=[8,1]0,1,...}`) on arguments: it aborts the process.
+//! come in the order the tiles use them (the form JAX prints; `tpuport shard --verify` compiles
+//! it with the GSPMD partitioner, docs/shard.md says why).
 
 use super::spec::{Axis, Mesh};
 
