@@ -23,7 +23,8 @@
 //!   has no `tensor` axis, which would only repeat the same work on every chip;
 //! - torchvision's ViT-B/16 runs 197 tokens (`encoder.pos_embedding` `[1, 197, 768]`): without
 //!   `--seq` the plan counts 197, not the text default of 2048 (found by `--verify`, whose
-//!   compile held 0.13x the plan's memory before);
+//!   compile held 0.13x the plan's memory before); GPT-2 and BERT default to the 1024 and
+//!   512 positions their tables hold, not 2048;
 //! - found by `--verify` (libtpu held 0.76x and 0.32x of BERT's TP and FSDP inference plans):
 //!   BERT's ONNX exports only look rows up in the word embedding, so the model has no head
 //!   and no logits (its checkpoint, which has no graph, still plans a tied head), and the
@@ -375,6 +376,12 @@ fn a_vision_transformer_plans_its_own_token_count() {
     assert!(v["notes"].to_string().contains("encoder.pos_embedding"), "{}", v["notes"]);
     let v = plan_json(&vit, "legacy.onnx", &["--slice", "v5e-8", "--batch", "32", "--seq", "50"]);
     assert_eq!(v["seq"], 50);
+    // Learned position tables cap the default: GPT-2 holds 1024 positions, BERT 512 (its
+    // two-row token-type table is not the cap).
+    for (dir, want) in [(gpt2(), 1024), (fixtures().join("torch").join("bert_base"), 512)] {
+        let v = plan_json(&dir, "model.safetensors", &["--slice", "v5e-8"]);
+        assert_eq!(v["seq"], want, "{}", v["notes"]);
+    }
 }
 
 #[test]

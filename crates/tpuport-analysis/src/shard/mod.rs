@@ -133,7 +133,8 @@ pub struct ShardOptions {
     /// Global batch (sequences); default one per chip.
     pub batch: Option<u64>,
     /// Sequence length; default: the token count a `[1, N, hidden]` position embedding fixes
-    /// (a vision transformer), else 2048 (MaxText's `max_target_length`).
+    /// (a vision transformer), else 2048 (MaxText's `max_target_length`) or the rows of a
+    /// learned `[N, hidden]` position table when fewer (GPT-2: 1024, BERT: 512).
     pub seq: Option<u64>,
     /// Mesh family.
     pub strategy: Strategy,
@@ -615,7 +616,24 @@ pub fn plan(
         })
         .max_by_key(|(p, _)| p.shape[1])
         .map(|(p, _)| (p.name.clone(), p.shape[1]));
-    let seq = opts.seq.or(fixed_tokens.as_ref().map(|t| t.1)).unwrap_or(2048);
+    // A learned position table `[N, hidden]` (GPT-2's `wpe`, BERT's `position_embeddings`)
+    // holds at most N tokens: the default never plans past it. (BERT's token-type table is one
+    // of these too; the largest is the positions.)
+    let max_positions = roles
+        .iter()
+        .filter(|(p, r)| {
+            r.kind == Kind::PositionEmbedding
+                && p.shape.len() == 2
+                && Some(p.shape[1]) == dims.hidden
+        })
+        .max_by_key(|(p, _)| p.shape[0])
+        .map(|(p, _)| (p.name.clone(), p.shape[0]))
+        .filter(|(_, n)| *n < 2048);
+    let seq = opts
+        .seq
+        .or(fixed_tokens.as_ref().map(|t| t.1))
+        .or(max_positions.as_ref().map(|t| t.1))
+        .unwrap_or(2048);
     let stored = roles.iter().map(|(p, _)| p.dtype).next().unwrap_or(DType::F32);
     let param_dtype = opts.param_dtype.unwrap_or(if training { DType::F32 } else { stored });
     let compute_dtype = opts.compute_dtype.unwrap_or(DType::BF16);
@@ -633,6 +651,10 @@ pub fn plan(
     let mut notes = Vec::new();
     if let (None, Some((name, n))) = (opts.seq, &fixed_tokens) {
         notes.push(format!("sequence: {n} tokens, from `{name}` (the model's fixed token count)"));
+    } else if let (None, Some((name, n))) = (opts.seq, &max_positions) {
+        notes.push(format!(
+            "sequence: {n} tokens, the most `{name}` holds (pass --seq for another length)"
+        ));
     }
     for (copy, of) in &exporter_copies {
         notes.push(format!(
