@@ -282,9 +282,9 @@ fn a_hostile_event_size_is_refused_not_allocated() {
 #[test]
 fn a_large_trace_is_streamed_in_bounded_memory() {
     // ~49 MB of TSL-style events (the 1 GB measurement is `make bench`); the process must not
-    // hold the file: its peak RSS stays within a few MiB of the same run over a 100x smaller
-    // trace (the allocator's and the binary's own baseline differ between builds: mimalloc
-    // in the debug binary puts it near 30 MiB).
+    // hold the file: its peak RSS stays within 24 MiB (half the file) of the same run over a
+    // 100x smaller trace. The baseline differs between builds (mimalloc in the debug binary
+    // puts it near 27 MiB), and the growth between 6 and 9 MiB with the suite running beside it.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("big.trace.json");
     let small = dir.path().join("small.trace.json");
@@ -322,7 +322,7 @@ out.write("{}]}")
     let (code, rss) = common::peak_rss_mib(&["profile", "--fail-on", "never", p.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(
-        rss <= base + 8,
+        rss <= base + 24,
         "peak RSS {rss} MiB for a {} MB trace, {base} MiB for a 100x smaller one",
         size / 1_000_000
     );
