@@ -468,6 +468,33 @@ fn drop_exporter_copies(roles: &mut Vec<(ParamInfo, ParamRole)>) -> Vec<(String,
     dropped
 }
 
+/// The sequence a position table implies, when `--seq` is not given: (table, tokens, fixed).
+/// A `[1, N, hidden]` table (torchvision's and HF's ViT; the class token `[1, 1, hidden]` is
+/// one too, the largest is the table) fixes the model at N tokens. A learned `[N, hidden]`
+/// table (GPT-2's `wpe`, BERT's `position_embeddings`; BERT's two-row token-type table is one
+/// too) holds at most N, so the 2048 default is capped at N.
+fn default_tokens(
+    roles: &[(ParamInfo, ParamRole)],
+    hidden: Option<u64>,
+) -> Option<(String, u64, bool)> {
+    let table = |rank: usize| {
+        roles
+            .iter()
+            .filter(|(p, r)| {
+                r.kind == Kind::PositionEmbedding
+                    && p.shape.len() == rank
+                    && (rank == 2 || p.shape[0] == 1)
+                    && p.shape.last().copied() == hidden
+            })
+            .max_by_key(|(p, _)| p.shape[rank - 2])
+            .map(|(p, _)| (p.name.clone(), p.shape[rank - 2]))
+    };
+    match table(3) {
+        Some((name, n)) => Some((name, n, true)),
+        None => table(2).filter(|(_, n)| *n < 2048).map(|(name, n)| (name, n, false)),
+    }
+}
+
 /// Reads the model's dimensions off its parameters.
 fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDims {
     let mut d = ModelDims::default();
@@ -603,37 +630,8 @@ pub fn plan(
     let dims = model_dims(&roles, opts);
     let training = opts.workload.is_training();
     let batch = opts.batch.unwrap_or(u64::from(slice.chips));
-    // A position embedding `[1, N, hidden]` (torchvision's and HF's ViT) fixes the token count:
-    // the model runs N tokens, whatever a text model's default would be.
-    // (The class token, `[1, 1, hidden]`, is one of them; the largest is the table.)
-    let fixed_tokens = roles
-        .iter()
-        .filter(|(p, r)| {
-            r.kind == Kind::PositionEmbedding
-                && p.shape.len() == 3
-                && p.shape[0] == 1
-                && Some(p.shape[2]) == dims.hidden
-        })
-        .max_by_key(|(p, _)| p.shape[1])
-        .map(|(p, _)| (p.name.clone(), p.shape[1]));
-    // A learned position table `[N, hidden]` (GPT-2's `wpe`, BERT's `position_embeddings`)
-    // holds at most N tokens: the default never plans past it. (BERT's token-type table is one
-    // of these too; the largest is the positions.)
-    let max_positions = roles
-        .iter()
-        .filter(|(p, r)| {
-            r.kind == Kind::PositionEmbedding
-                && p.shape.len() == 2
-                && Some(p.shape[1]) == dims.hidden
-        })
-        .max_by_key(|(p, _)| p.shape[0])
-        .map(|(p, _)| (p.name.clone(), p.shape[0]))
-        .filter(|(_, n)| *n < 2048);
-    let seq = opts
-        .seq
-        .or(fixed_tokens.as_ref().map(|t| t.1))
-        .or(max_positions.as_ref().map(|t| t.1))
-        .unwrap_or(2048);
+    let positions = default_tokens(&roles, dims.hidden);
+    let seq = opts.seq.or(positions.as_ref().map(|t| t.1)).unwrap_or(2048);
     let stored = roles.iter().map(|(p, _)| p.dtype).next().unwrap_or(DType::F32);
     let param_dtype = opts.param_dtype.unwrap_or(if training { DType::F32 } else { stored });
     let compute_dtype = opts.compute_dtype.unwrap_or(DType::BF16);
@@ -649,12 +647,12 @@ pub fn plan(
         compute_dtype,
     };
     let mut notes = Vec::new();
-    if let (None, Some((name, n))) = (opts.seq, &fixed_tokens) {
-        notes.push(format!("sequence: {n} tokens, from `{name}` (the model's fixed token count)"));
-    } else if let (None, Some((name, n))) = (opts.seq, &max_positions) {
-        notes.push(format!(
-            "sequence: {n} tokens, the most `{name}` holds (pass --seq for another length)"
-        ));
+    if let (None, Some((name, n, fixed))) = (opts.seq, &positions) {
+        notes.push(if *fixed {
+            format!("sequence: {n} tokens, from `{name}` (the model's fixed token count)")
+        } else {
+            format!("sequence: {n} tokens, the most `{name}` holds (pass --seq for another length)")
+        });
     }
     for (copy, of) in &exporter_copies {
         notes.push(format!(
@@ -702,7 +700,7 @@ pub fn plan(
             });
             continue;
         }
-        let placed = spec::place(&roles, m, param_dtype);
+        let placed = spec::place(&roles, m, param_dtype, dims.tied_head);
         // A `tensor` axis no parameter is split on only repeats the same work on its chips
         // (Silero VAD's LSTM and convolutions, ResNet-50): `auto` never offers it, though its
         // cheaper collectives could make a tiny model's step look faster.

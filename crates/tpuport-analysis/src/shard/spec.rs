@@ -243,14 +243,16 @@ pub(crate) struct Placed {
 }
 
 /// Places every parameter on `mesh`. Trained parameters are counted at `param_dtype`, state
-/// at its stored dtype. Assumes [`tensor_divides`] passed.
-pub(crate) fn place(roles: &[(ParamInfo, ParamRole)], mesh: &Mesh, param_dtype: DType) -> Placed {
+/// at its stored dtype; `tied_head` is [`super::ModelDims::tied_head`] (the embedding is then
+/// split on the vocabulary, else on its features). Assumes [`tensor_divides`] passed.
+pub(crate) fn place(
+    roles: &[(ParamInfo, ParamRole)],
+    mesh: &Mesh,
+    param_dtype: DType,
+    tied_head: bool,
+) -> Placed {
     let hidden = hidden_of(roles);
-    // The embedding's split: a table with its own head, or with none (only looked up), is
-    // split on its features; one tied to the head on the vocabulary.
-    let untied = roles
-        .iter()
-        .any(|(p, r)| r.kind == Kind::LmHead || (r.kind == Kind::Embedding && p.lookup_only));
+    let untied = !tied_head;
     let mut notes = Vec::new();
     let mut vocab_whole: Vec<String> = Vec::new();
     let mut fsdp_whole = 0usize;
