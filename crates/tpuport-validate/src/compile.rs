@@ -222,6 +222,9 @@ pub struct Placement {
     pub batch: u64,
     /// The axes a data argument's leading dimension is split over.
     pub batch_axes: Vec<tpuport_analysis::shard::Axis>,
+    /// A StableHLO module's data arguments as the user named them (`--data-args`); empty:
+    /// the argument-role rules decide.
+    pub data_args: Vec<tpuport_analysis::roles::ArgSelector>,
 }
 
 impl Placement {
@@ -721,7 +724,9 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
                         text,
                         &tpuport_formats::Limits::default(),
                     )?;
-                    let roles = tpuport_analysis::roles::assign(&model, &Default::default())
+                    let opts =
+                        tpuport_analysis::roles::RoleOptions { data_args: p.data_args.clone() };
+                    let roles = tpuport_analysis::roles::assign(&model, &opts)
                         .map_err(|e| invalid(format!("{}: {e}", req.model.display())))?;
                     let args: Vec<(String, Vec<u64>, bool)> = roles
                         .args

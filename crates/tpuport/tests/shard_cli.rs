@@ -37,6 +37,10 @@
 //!   474.7 MiB of weights whole; the exporter's transposed head copy is the one program
 //!   parameter the plan does not count; `--verify` on a checkpoint (no program) or for
 //!   training (tpuport does not build the backward pass) is one line and exit 2;
+//! - `--verify` on a model no one here exported: silero-vad's 16 kHz LSTM as its PyPI wheel
+//!   ships it (`make recurrent-models`). Its `input` is `[batch, sequence]`, and the sequence
+//!   default (2048 samples) is not a length the model takes, so `--input-shape` binds it; the
+//!   plan (data parallel, weights only: no transformer layers) compiles over 8 devices;
 //! - bad input: a mesh larger than the slice, a tensor axis that does not divide the heads, a
 //!   malformed mesh, an unknown slice, a missing file: one line on stderr, exit 2, and an
 //!   existing `-o` file left as it was.
@@ -436,4 +440,49 @@ fn onnx_graphs_show_encoders_without_heads_and_vit_fused_projections() {
             );
         }
     }
+}
+
+#[test]
+fn verify_takes_input_shapes_for_a_published_lstm() {
+    let Some(lib) = tpuport_testkit::libtpu("verify_takes_input_shapes_for_a_published_lstm")
+    else {
+        return;
+    };
+    let root = tpuport_testkit::generated(
+        "TPUPORT_RECURRENT",
+        "recurrent-",
+        "manifest.json",
+        "recurrent-models",
+    );
+    let vad = root.join("vad");
+    let args = [
+        "--slice",
+        "v5e-8",
+        "--verify",
+        "--plugin",
+        lib.to_str().unwrap(),
+        "--input-shape",
+        "input=8x512",
+        "--input-shape",
+        "state=2x8x128",
+    ];
+    let v = plan_json(&vad, "silero_vad_16k_op15.onnx", &args);
+    let ver = &v["verified"];
+    assert_eq!(ver["fits"], true, "{ver}");
+    assert_eq!(ver["devices"], 8, "{ver}");
+    assert_eq!(v["chosen"]["mesh"]["tensor"], 1, "{}", v["chosen"]);
+    assert!(ver["compiler_bytes"].as_u64().unwrap() > 0, "{ver}");
+    // Without the shapes, the sequence default is bound and the lowering says why it fails,
+    // on one line.
+    let o = output(
+        command().current_dir(&vad).args(["shard", "silero_vad_16k_op15.onnx"]).args(&args[..5]),
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(
+        o.stderr.trim().lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("lowering"), "{}", o.stderr);
 }

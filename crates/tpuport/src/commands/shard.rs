@@ -105,6 +105,14 @@ pub(crate) struct ShardArgs {
     /// libtpu for `--verify` (default: found as `tpuport compile` finds it).
     #[arg(long, value_name = "PATH", requires = "verify")]
     pub(crate) plugin: Option<PathBuf>,
+    /// `--verify` on ONNX: the size of a named symbolic dimension, e.g. `samples=512`
+    /// (repeatable). Unnamed ones: each input's leading dimension is the batch, any other the
+    /// sequence length.
+    #[arg(long = "dim", value_name = "NAME=N", value_parser = crate::commands::inspect::parse_dim, requires = "verify")]
+    pub(crate) dims: Vec<(String, u64)>,
+    /// `--verify` on ONNX: the full shape of a named input, e.g. `state=2x8x128` (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = crate::commands::inspect::parse_input_shape, requires = "verify")]
+    pub(crate) input_shape: Vec<(String, tpuport_model::Shape)>,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -294,16 +302,20 @@ fn verify(
             .map(|r| r.label().to_owned())
             .collect()
     };
-    // An ONNX model's symbolic dimensions: the leading one of each input is the batch, any
-    // other takes the sequence length.
-    let mut import =
-        tpuport_formats::ImportOptions { batch: Some(plan.batch), ..Default::default() };
+    // An ONNX model's symbolic dimensions: `--dim` and `--input-shape` first; otherwise the
+    // leading one of each input is the batch and any other takes the sequence length.
+    let mut import = tpuport_formats::ImportOptions {
+        batch: Some(plan.batch),
+        dims: a.dims.iter().cloned().collect(),
+        input_shapes: a.input_shape.iter().cloned().collect(),
+        ..Default::default()
+    };
     if model.format == ModelFormat::Onnx {
         for &v in &model.graph.inputs {
             let Some(shape) = &model.graph.value(v).ty.shape else { continue };
             for d in shape.0.iter().skip(1) {
                 if let tpuport_model::Dim::Sym(name) = d {
-                    import.dims.insert(name.clone(), plan.seq);
+                    import.dims.entry(name.clone()).or_insert(plan.seq);
                 }
             }
         }
@@ -313,6 +325,7 @@ fn verify(
         params: plan.params.iter().map(|q| (q.name.clone(), q.spec.clone())).collect(),
         batch: plan.batch,
         batch_axes: plan.batch_spec.first().cloned().flatten().unwrap_or_default(),
+        data_args: a.roles.data_args.clone(),
     };
     let req = Request {
         model: a.model.clone(),
