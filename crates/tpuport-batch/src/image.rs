@@ -1,12 +1,13 @@
 //! Image rows: a JPEG or PNG file decoded to RGB, resized to the model's size (bilinear, the
-//! whole image, no crop), scaled to `[0, 1]`, normalised per channel by `(x - mean) / std`,
-//! and laid out as NCHW or NHWC `f32`.
+//! whole image, no crop, Pillow's arithmetic: [`crate::resample`]), scaled to `[0, 1]`,
+//! normalised per channel by `(x - mean) / std`, and laid out as NCHW or NHWC `f32`.
 
 use std::path::{Path, PathBuf};
 
-use image::imageops::FilterType;
 use serde::Serialize;
 use tpuport_serve::config::ImageLayout;
+
+use crate::resample;
 
 /// Channel order of an image row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -195,32 +196,41 @@ impl ImageSpec {
             Some(_) => {}
         }
         reader.limits(limits_for());
-        let img = reader.decode().map_err(|e| e.to_string())?.to_rgb8();
-        let img = if img.dimensions() == (self.width, self.height) {
-            img
-        } else {
-            image::imageops::resize(&img, self.width, self.height, FilterType::Triangle)
-        };
+        let img = reader.decode().map_err(|e| e.to_string())?.into_rgb8();
         let (w, h) = (self.width as usize, self.height as usize);
-        let px = img.as_raw();
+        let (iw, ih) = img.dimensions();
+        let resized;
+        let px: &[u8] = if (iw, ih) == (self.width, self.height) {
+            img.as_raw()
+        } else {
+            resized = resample::resize_rgb8(img.as_raw(), iw as usize, ih as usize, w, h);
+            &resized
+        };
+        // Every channel value maps through a table: 256 normalised values per channel.
+        let table: Vec<[u8; 4]> = (0..3)
+            .flat_map(|c| {
+                (0..=255u8).map(move |p| {
+                    ((f32::from(p) / 255.0 - self.mean[c]) / self.std[c]).to_le_bytes()
+                })
+            })
+            .collect();
         let start = out.len();
-        out.reserve(self.row_bytes());
-        let norm = |p: u8, c: usize| (f32::from(p) / 255.0 - self.mean[c]) / self.std[c];
+        out.resize(start + self.row_bytes(), 0);
+        let row = &mut out[start..];
         match self.layout {
             Layout::Nchw => {
-                for c in 0..3 {
-                    for i in 0..h * w {
-                        out.extend_from_slice(&norm(px[i * 3 + c], c).to_le_bytes());
+                for (c, plane) in row.chunks_exact_mut(h * w * 4).enumerate() {
+                    for (dst, p) in plane.chunks_exact_mut(4).zip(px.iter().skip(c).step_by(3)) {
+                        dst.copy_from_slice(&table[c * 256 + usize::from(*p)]);
                     }
                 }
             }
             Layout::Nhwc => {
-                for (i, p) in px.iter().enumerate() {
-                    out.extend_from_slice(&norm(*p, i % 3).to_le_bytes());
+                for (i, (dst, p)) in row.chunks_exact_mut(4).zip(px).enumerate() {
+                    dst.copy_from_slice(&table[(i % 3) * 256 + usize::from(*p)]);
                 }
             }
         }
-        debug_assert_eq!(out.len() - start, self.row_bytes());
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ pub mod image;
 pub mod output;
 mod parquet;
 mod pipeline;
+mod resample;
 mod source;
 
 use std::path::{Path, PathBuf};
