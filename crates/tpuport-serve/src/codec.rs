@@ -23,6 +23,9 @@ pub(crate) fn decode_json(
     elements: usize,
     name: &str,
 ) -> Result<Vec<u8>, InferError> {
+    if let Some(out) = scan_numbers(raw, dtype, elements) {
+        return Ok(out);
+    }
     let mut out = Vec::with_capacity(elements.saturating_mul(wire::size(dtype)));
     let mut de = serde_json::Deserializer::from_str(raw);
     let seed = Flat { dtype, out: &mut out, left: elements, depth: 0 };
@@ -36,6 +39,201 @@ pub(crate) fn decode_json(
         )));
     }
     Ok(out)
+}
+
+/// The common case in one pass without serde: arrays (nested or not) of numbers or booleans,
+/// exactly `elements` of them, each in range. Anything else (a string, `null`, an object, too
+/// deep, the wrong count, a value out of range) gives `None`, and the caller's serde pass
+/// reports it. Numbers are read as serde_json reads them (an integer as `u64` or `i64` when
+/// it fits, otherwise as `f64`) but rounded correctly, which serde_json's default float
+/// parsing does not promise.
+fn scan_numbers(raw: &str, dtype: DType, elements: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(elements.saturating_mul(wire::size(dtype)));
+    let b = raw.as_bytes();
+    let (mut i, mut depth, mut left) = (0, 0usize, elements);
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' | b',' => i += 1,
+            b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return None;
+                }
+                i += 1;
+            }
+            b']' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            }
+            _ => {
+                // A value directly at the top level is not an array: serde says so.
+                if depth == 0 {
+                    return None;
+                }
+                left = left.checked_sub(1)?;
+                let (v, n) = match fast_number(&b[i..], dtype == DType::F32) {
+                    Some(x) => x,
+                    None => {
+                        let n = b[i..]
+                            .iter()
+                            .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'a'..=b'z' | b'E'))
+                            .unwrap_or(b.len() - i);
+                        (number(&raw[i..i + n])?, n)
+                    }
+                };
+                // FP32 decimals skip `put`'s dispatch: a tenth of the time per value.
+                if let (DType::F32, Num::F(x)) = (dtype, v) {
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        reason = "FP32 tensors hold f32 values"
+                    )]
+                    out.extend_from_slice(&(x as f32).to_le_bytes());
+                } else {
+                    put(&mut out, dtype, v).ok()?;
+                }
+                i += n;
+            }
+        }
+    }
+    (left == 0 && depth == 0).then_some(out)
+}
+
+/// One JSON scalar token as serde_json would visit it; `None` for anything that is not a
+/// number or a boolean.
+fn number(token: &str) -> Option<Num> {
+    match token.as_bytes().first()? {
+        b't' => return (token == "true").then_some(Num::Bool(true)),
+        b'f' => return (token == "false").then_some(Num::Bool(false)),
+        b'-' | b'0'..=b'9' => {}
+        _ => return None,
+    }
+    if !token.bytes().any(|c| matches!(c, b'.' | b'e' | b'E')) {
+        if let Some(digits) = token.strip_prefix('-') {
+            if let Ok(x) = token.parse::<i64>() {
+                return Some(Num::I(x));
+            }
+            digits.bytes().all(|c| c.is_ascii_digit()).then_some(())?;
+        } else if let Ok(x) = token.parse::<u64>() {
+            return Some(Num::U(x));
+        }
+    }
+    token.parse::<f64>().ok().filter(|x| x.is_finite()).map(Num::F)
+}
+
+/// Powers of ten that f64 holds exactly.
+const EXACT_POWERS: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A number at the start of `b` and the bytes it took, for the usual shapes only: an integer
+/// that fits `u64` (or, negative, `i64`), or a decimal whose digits, read as one integer, fit
+/// `u64`, with a power of ten within ±22. Below 2^53 the digits and the power are exact in
+/// f64, so one multiplication or division rounds correctly (Clinger's fast path). Longer
+/// digit strings (Python's `json.dumps` of an f32 value writes 16 or 17 digits) are only
+/// taken `for_f32`: the f64 product is then within 2 of its units in the last place, which
+/// decides the f32 unless it sits next to a point halfway between two f32 values. `None`
+/// hands the token to the full parser.
+fn fast_number(b: &[u8], for_f32: bool) -> Option<(Num, usize)> {
+    let negative = b.first() == Some(&b'-');
+    let start = usize::from(negative);
+    let mut digits = 0u64;
+    let mut i = read_digits(b, start, &mut digits)?;
+    if i == start {
+        return None;
+    }
+    let mut power: i64 = 0;
+    let mut float = false;
+    if b.get(i) == Some(&b'.') {
+        let after = read_digits(b, i + 1, &mut digits)?;
+        if after == i + 1 {
+            return None;
+        }
+        power -= i64::try_from(after - i - 1).ok()?;
+        float = true;
+        i = after;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        let minus = b.get(i) == Some(&b'-');
+        i += usize::from(matches!(b.get(i), Some(b'-' | b'+')));
+        let mut e = 0u64;
+        let after = read_digits(b, i, &mut e)?;
+        if after == i {
+            return None;
+        }
+        let e = i64::try_from(e).ok()?;
+        power += if minus { -e } else { e };
+        float = true;
+        i = after;
+    }
+    if !matches!(b.get(i), None | Some(b',' | b']' | b' ' | b'\t' | b'\n' | b'\r')) {
+        return None;
+    }
+    if !float {
+        let v = if negative { Num::I(-i64::try_from(digits).ok()?) } else { Num::U(digits) };
+        return Some((v, i));
+    }
+    #[allow(clippy::cast_precision_loss, reason = "exact below 2^53; rounded once above")]
+    let m = digits as f64;
+    let p = *EXACT_POWERS.get(usize::try_from(power.unsigned_abs()).ok()?)?;
+    let mut v = if power < 0 { m / p } else { m * p };
+    if digits >= 1 << 53 {
+        if !(for_f32 && settles_f32(v)) {
+            return None;
+        }
+        #[allow(clippy::cast_possible_truncation, reason = "the f32 this value rounds to")]
+        let single = v as f32;
+        v = f64::from(single);
+    }
+    Some((Num::F(if negative { -v } else { v }), i))
+}
+
+/// Whether every f64 within 8 units in the last place of `v` (positive) rounds to the same
+/// f32: `v` is a normal f32 magnitude, and the 29 bits an f32 drops are not near one half.
+fn settles_f32(v: f64) -> bool {
+    let normal = f64::from(f32::MIN_POSITIVE)..=f64::from(f32::MAX);
+    let dropped = v.to_bits() & ((1 << 29) - 1);
+    normal.contains(&v) && dropped.abs_diff(1 << 28) > 8
+}
+
+/// Appends the decimal digits of `b` from `i` to `acc`; the index after them, or `None` when
+/// `acc` would overflow. Eight digits at a time where eight are there.
+fn read_digits(b: &[u8], mut i: usize, acc: &mut u64) -> Option<usize> {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        // Every byte is 0x30..=0x39: its high nibble is 3, and adding 6 keeps it 3.
+        let high = 0xF0F0_F0F0_F0F0_F0F0;
+        if (w & high) | (w.wrapping_add(0x0606_0606_0606_0606) & high) >> 4 != 0x3333_3333_3333_3333
+        {
+            break;
+        }
+        *acc = acc.checked_mul(100_000_000)?.checked_add(eight_digits(w))?;
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        *acc = acc.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+        i += 1;
+    }
+    Some(i)
+}
+
+/// The value of eight ASCII digits read as a little-endian word (the first digit in the low
+/// byte): pairs, then fours, then the eight, each step one multiply.
+fn eight_digits(w: u64) -> u64 {
+    let d = w - 0x3030_3030_3030_3030;
+    // Each 16-bit lane: 10 * first + second.
+    let pairs = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    // Each 32-bit lane: 100 * first pair + second pair.
+    let fours = (pairs * 100 + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
+    // 10,000 * first four + second four.
+    (fours * 10_000 + (fours >> 32)) & 0xFFFF_FFFF
 }
 
 struct Flat<'a> {
@@ -249,6 +447,111 @@ mod tests {
         }
         let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
         assert!(decode_json(&deep, DType::F32, 1, "x").is_err());
+    }
+
+    /// Tokens of every shape a client writes: shortest f32 and f64 forms, exponent forms,
+    /// integers at the edges of `u64`/`i64`, digits past 2^53, powers past ±22.
+    fn tokens() -> Vec<String> {
+        let mut t: Vec<String> = [
+            "0",
+            "-0",
+            "-0.0",
+            "1",
+            "255",
+            "256",
+            "-1",
+            "1E22",
+            "1e23",
+            "1e-22",
+            "1e-23",
+            "9007199254740992.0",
+            "9007199254740993.0",
+            "9007199254740993",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "1e400",
+            "-1e400",
+            "0.000000000000000000000001",
+            "123456789012345678901234567890",
+            "3.4028235e38",
+            "3.4028236e38",
+            "1.0e+5",
+            "2.5E-3",
+            "0.1",
+            "0.30000000000000004",
+            "true",
+            "false",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let f = f64::from_bits(x >> 2) * if x & 1 == 0 { 1.0 } else { -1.0 };
+            let small = (x % 20_001) as f64 / 997.0 - 10.0;
+            t.push(format!("{}", small as f32));
+            // What Python's json.dumps writes for an f32 tensor's values: the f64 of each.
+            t.push(format!("{}", f64::from(small as f32)));
+            let any = f32::from_bits((x >> 32) as u32);
+            if any.is_finite() {
+                t.push(format!("{}", f64::from(any)));
+                t.push(format!("{:e}", f64::from(any)));
+                // Halfway between two f32 values, and an f64 step either side: the f32
+                // depends on the last digit.
+                let half = (f64::from(any) + f64::from(any.next_up())) / 2.0;
+                for h in [half.next_down(), half, half.next_up()] {
+                    t.push(format!("{h}"));
+                }
+            }
+            t.push(format!("{small}"));
+            t.push(format!("{:e}", small as f32));
+            if f.is_finite() {
+                t.push(format!("{f:e}"));
+                t.push(format!("{:E}", f as f32));
+            }
+            t.push(format!("{}", x >> (x % 64)));
+            t.push(format!("-{}", x >> (x % 64)));
+        }
+        t
+    }
+
+    /// The one-pass reader gives byte for byte what the full parser (`number` then `put`)
+    /// gives for the same tokens, and where either refuses, `decode_json` refuses too.
+    #[test]
+    fn the_one_pass_reader_equals_the_full_parser() {
+        let tokens = tokens();
+        for dt in
+            [DType::F32, DType::F64, DType::BF16, DType::I64, DType::U64, DType::U8, DType::Bool]
+        {
+            for chunk in tokens.chunks(7) {
+                let (a, b) = chunk.split_at(chunk.len().min(3));
+                let raw = format!("[[{}], [ {} ]]", a.join(","), b.join(" ,\n"));
+                let mut want = Vec::new();
+                let full = chunk
+                    .iter()
+                    .try_for_each(|t| put(&mut want, dt, number(t).ok_or_else(String::new)?));
+                let fast = scan_numbers(&raw, dt, chunk.len());
+                match (full, fast) {
+                    (Ok(()), Some(got)) => assert_eq!(got, want, "{dt} {raw}"),
+                    (Err(_), None) => {
+                        assert!(decode_json(&raw, dt, chunk.len(), "x").is_err(), "{dt} {raw}")
+                    }
+                    (full, fast) => panic!("{dt} {raw}: full {full:?}, one pass {fast:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eight_digits_at_once() {
+        for v in [0u64, 1, 12_345_678, 99_999_999, 10_000_000, 90_000_009] {
+            let w = u64::from_le_bytes(format!("{v:08}").as_bytes().try_into().unwrap());
+            assert_eq!(eight_digits(w), v);
+        }
     }
 
     #[test]
