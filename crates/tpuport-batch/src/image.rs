@@ -137,6 +137,11 @@ impl ImageSpec {
             u32::try_from(h).map_err(|_| "image height too large".to_owned())?,
             u32::try_from(w).map_err(|_| "image width too large".to_owned())?,
         );
+        if h == 0 || w == 0 || h > MAX_SIDE || w > MAX_SIDE {
+            return Err(format!(
+                "the model's input row {row_shape:?} asks for {h}x{w} images; each side must be 1 to {MAX_SIDE}"
+            ));
+        }
         if let Some(size) = size
             && size != (h, w)
         {
@@ -196,6 +201,9 @@ impl ImageSpec {
             Some(_) => {}
         }
         reader.limits(limits_for());
+        if self.width == 0 || self.height == 0 {
+            return Err(format!("cannot resize to {}x{}", self.height, self.width));
+        }
         let img = reader.decode().map_err(|e| e.to_string())?.into_rgb8();
         let (w, h) = (self.width as usize, self.height as usize);
         let (iw, ih) = img.dimensions();
@@ -235,10 +243,13 @@ impl ImageSpec {
     }
 }
 
+/// The longest image side decoded or produced.
+const MAX_SIDE: u32 = 1 << 15;
+
 fn limits_for() -> image::Limits {
     let mut limits = image::Limits::default();
-    limits.max_image_width = Some(1 << 15);
-    limits.max_image_height = Some(1 << 15);
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(MAX_PIXELS * 4);
     limits
 }
@@ -271,6 +282,16 @@ mod tests {
         assert!(e.contains("224x224"), "{e}");
         let o = ImageOptions { std: Some([1.0, 0.0, 1.0]), ..Default::default() };
         assert!(ImageSpec::for_input(&[3, 8, 8], &o).is_err());
+        // A model whose image is empty or larger than any decoded image is refused up front.
+        for shape in [[3, 0, 224], [3, 224, 0], [3, 1 << 16, 224]] {
+            let e = ImageSpec::for_input(&shape, &ImageOptions::default()).unwrap_err();
+            assert!(e.contains("each side must be 1 to 32768"), "{e}");
+        }
+        let s = ImageSpec {
+            height: 0,
+            ..ImageSpec::for_input(&[3, 8, 8], &ImageOptions::default()).unwrap()
+        };
+        assert!(s.decode_bytes_into(&png(4, 4, |_, _| [1, 2, 3]), &mut Vec::new()).is_err());
     }
 
     #[test]
