@@ -111,7 +111,7 @@ fn number(token: &str) -> Option<Num> {
     if !token.bytes().any(|c| matches!(c, b'.' | b'e' | b'E')) {
         if let Some(digits) = token.strip_prefix('-') {
             if let Ok(x) = token.parse::<i64>() {
-                return Some(Num::I(x));
+                return Some(if x == 0 { Num::F(-0.0) } else { Num::I(x) });
             }
             digits.bytes().all(|c| c.is_ascii_digit()).then_some(())?;
         } else if let Ok(x) = token.parse::<u64>() {
@@ -172,7 +172,12 @@ fn fast_number(b: &[u8], for_f32: bool) -> Option<(Num, usize)> {
         return None;
     }
     if !float {
-        let v = if negative { Num::I(-i64::try_from(digits).ok()?) } else { Num::U(digits) };
+        let v = match (negative, digits) {
+            (false, _) => Num::U(digits),
+            // serde_json reads `-0` as the float -0.0 (so no integer type takes it).
+            (true, 0) => Num::F(-0.0),
+            (true, _) => Num::I(-i64::try_from(digits).ok()?),
+        };
         return Some((v, i));
     }
     #[allow(clippy::cast_precision_loss, reason = "exact below 2^53; rounded once above")]
@@ -544,6 +549,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `-0` is the float -0.0, as serde_json reads it: its sign reaches FP32, and INT32
+    /// refuses it.
+    #[test]
+    fn minus_zero_reads_as_serde_reads_it() {
+        assert_eq!(
+            decode_json("[-0, 0]", DType::F32, 2, "x").unwrap(),
+            [0, 0, 0, 0x80, 0, 0, 0, 0]
+        );
+        let e = decode_json("[-0]", DType::I32, 1, "x").unwrap_err();
+        assert!(e.to_string().contains("-0 is not an integer"), "{e}");
     }
 
     #[test]
