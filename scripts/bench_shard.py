@@ -100,6 +100,10 @@ def main() -> int:
                   f"weights+grads+optimizer {state / 1e9:.2f} GB, activations {'remat ' if m['remat'] else ''}"
                   f"{(m['activations_remat'] if m['remat'] else m['activations']) / 1e9:.2f} GB, fsdp gathered {m['fsdp_gathered'] / 1e9:.2f} GB); "
                   f"step {c['step_time_s'] * 1e3:.0f} ms predicted")
+            if "fits_at" in v:
+                f = v["fits_at"]
+                print(f"{'':26} nearest that fits: global batch {f['batch']}, {f['strategy']} mesh "
+                      f"{f['mesh']['data']}x{f['mesh']['fsdp']}x{f['mesh']['tensor']}, {f['bytes'] / 1e9:.2f} GB")
         shard = [run([a.tpuport, "--format", "json", "shard", ckpt, *cases[0][1]])[0] for _ in range(a.repeat)]
         inspect = [run([a.tpuport, "--format", "json", "inspect", ckpt, "--no-dedup"])[0] for _ in range(a.repeat)]
         ts, ti = statistics.median(shard), statistics.median(inspect)

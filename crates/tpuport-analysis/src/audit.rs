@@ -285,7 +285,7 @@ fn detect_batch(model: &Model, params: &[String]) -> u64 {
 }
 
 /// Bytes in binary units for the fix lines (`1.5 MiB`).
-fn gib(b: u64) -> String {
+pub(crate) fn gib(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     #[allow(clippy::cast_precision_loss, reason = "display")]
     let mut v = b as f64;

@@ -35,6 +35,7 @@ use serde::Serialize;
 use tpuport_hw::{Chip, Slice};
 use tpuport_model::DType;
 
+use crate::audit::gib;
 use crate::workload::{Optimizer, Workload};
 pub use cost::{Comms, Compute, Memory};
 pub use names::{Kind, Orientation, Parallel, ParamRole, Recognised};
@@ -303,6 +304,19 @@ pub struct ParamPlan {
     pub local_bytes: u64,
 }
 
+/// The nearest plan that fits, for a plan that does not.
+#[derive(Clone, Debug, Serialize)]
+pub struct FitsAt {
+    /// Global batch.
+    pub batch: u64,
+    /// The mesh chosen at that batch.
+    pub mesh: Mesh,
+    /// Its strategy family.
+    pub strategy: String,
+    /// Its bytes per chip.
+    pub bytes: u64,
+}
+
 /// A scored mesh.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
@@ -369,6 +383,10 @@ pub struct ShardPlan {
     /// The TPU compiler's answer for the plan placed on the model's program (`--verify`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<Verified>,
+    /// When the chosen plan does not fit: the largest smaller global batch whose plan fits at
+    /// the same sequence, strategy and mesh choice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fits_at: Option<FitsAt>,
 }
 
 /// What the TPU compiler answered when the chosen plan was placed on the model's own program
@@ -602,6 +620,94 @@ pub fn plan(
     chip: &Chip,
     opts: &ShardOptions,
 ) -> Result<ShardPlan, ShardError> {
+    let mut plan = plan_at(params, slice_name, slice, chip, opts)?;
+    if !plan.chosen.fits {
+        let shortfall = plan.chosen.memory.total.saturating_sub(plan.chosen.memory.budget);
+        let act = &plan.chosen.memory;
+        let activations = if act.remat { act.activations_remat } else { act.activations };
+        plan.fits_at = largest_fitting_batch(params, slice_name, slice, chip, opts, plan.batch);
+        plan.notes.push(match &plan.fits_at {
+            Some(f) => format!(
+                "global batch {} fits: {} on mesh {}, {} per chip (the largest below {} at \
+                 sequence {})",
+                f.batch,
+                f.strategy,
+                f.mesh,
+                gib(f.bytes),
+                plan.batch,
+                plan.seq
+            ),
+            None => format!(
+                "no global batch fits at sequence {}: weights, gradients, optimizer state and \
+                 the working set need more than {} per chip on every mesh; a larger slice, \
+                 --param-dtype bf16 or a lighter --optimizer is needed",
+                plan.seq,
+                gib(plan.chosen.memory.budget)
+            ),
+        });
+        if opts.workload.is_training() && shortfall <= activations {
+            plan.notes.push(format!(
+                "the shortfall ({}) is smaller than the activations counted ({}): activations \
+                 are counted as XLA:CPU keeps them, and in every training step measured with \
+                 libtpu (docs/shard.md) the TPU compiler kept less, so this plan may fit on \
+                 the TPU; compile the step for the slice to know",
+                gib(shortfall),
+                gib(activations)
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// The largest global batch below `batch` whose plan fits, by bisection (memory grows with
+/// the batch). With a fixed mesh only multiples of its `data` axis are tried.
+fn largest_fitting_batch(
+    params: &[ParamInfo],
+    slice_name: &str,
+    slice: &Slice,
+    chip: &Chip,
+    opts: &ShardOptions,
+    batch: u64,
+) -> Option<FitsAt> {
+    let step = opts.mesh.map_or(1, |m| u64::from(m.data.max(1)));
+    let at = |k: u64| -> Option<FitsAt> {
+        let o = ShardOptions { batch: Some(k * step), ..opts.clone() };
+        let p = plan_at(params, slice_name, slice, chip, &o).ok()?;
+        p.chosen.fits.then(|| FitsAt {
+            batch: p.batch,
+            mesh: p.chosen.mesh,
+            strategy: p.chosen.strategy.clone(),
+            bytes: p.chosen.memory.total,
+        })
+    };
+    // Batches `k * step` below `batch`; `lo` fits and `hi` does not (or is past the last).
+    let last = batch.saturating_sub(1) / step;
+    if last == 0 {
+        return None;
+    }
+    let mut best = at(1)?;
+    let (mut lo, mut hi) = (1, last + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match at(mid) {
+            Some(f) => {
+                best = f;
+                lo = mid;
+            }
+            None => hi = mid,
+        }
+    }
+    Some(best)
+}
+
+/// [`plan`] at exactly the options given.
+fn plan_at(
+    params: &[ParamInfo],
+    slice_name: &str,
+    slice: &Slice,
+    chip: &Chip,
+    opts: &ShardOptions,
+) -> Result<ShardPlan, ShardError> {
     let mut roles: Vec<(ParamInfo, ParamRole)> = params
         .iter()
         .map(|p| {
@@ -796,6 +902,7 @@ pub fn plan(
         batch_spec,
         notes,
         verified: None,
+        fits_at: None,
     })
 }
 

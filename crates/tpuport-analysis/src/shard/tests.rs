@@ -108,6 +108,24 @@ fn llama_7b_v5e8_train_auto_verdicts() {
         p.chosen.memory.weights + p.chosen.memory.gradients + p.chosen.memory.optimizer,
         13_480_558_592
     );
+    // The nearest choice that fits: the largest smaller batch. It does fit, and the one above
+    // it does not.
+    let f = p.fits_at.as_ref().expect("a smaller batch fits");
+    assert!(f.batch < 8 && f.bytes <= p.chosen.memory.budget, "{f:?}");
+    let at =
+        |b| run(&llama(), "v5e-8", &ShardOptions { batch: Some(b), ..train_7b(None) }).unwrap();
+    assert!(at(f.batch).chosen.fits);
+    assert_eq!(at(f.batch).chosen.memory.total, f.bytes);
+    for b in f.batch + 1..8 {
+        assert!(!at(b).chosen.fits, "batch {b} fits too");
+    }
+    assert!(p.notes.iter().any(|n| n.starts_with(&format!("global batch {} fits", f.batch))));
+    // The miss is smaller than the activations counted, which libtpu keeps fewer of.
+    assert!(p.notes.iter().any(|n| n.contains("may fit on the TPU")), "{:?}", p.notes);
+    // On half the chips not even one sequence fits.
+    let p = run(&llama(), "v5e-4", &train_7b(None)).unwrap();
+    assert!(p.fits_at.is_none());
+    assert!(p.notes.iter().any(|n| n.starts_with("no global batch fits")), "{:?}", p.notes);
     // Half the sequence fits, and the fastest fitting mesh wins over its runners-up.
     let p = run(&llama(), "v5e-8", &ShardOptions { seq: Some(1024), ..train_7b(None) }).unwrap();
     assert!(p.chosen.fits, "{:?}", p.chosen);
