@@ -637,10 +637,17 @@ pub fn plan(
                 plan.batch,
                 plan.seq
             ),
-            None => format!(
+            None if opts.workload.is_training() => format!(
                 "no global batch fits at sequence {}: weights, gradients, optimizer state and \
                  the working set need more than {} per chip on every mesh; a larger slice, \
                  --param-dtype bf16 or a lighter --optimizer is needed",
+                plan.seq,
+                gib(plan.chosen.memory.budget)
+            ),
+            None => format!(
+                "no global batch fits at sequence {}: the weights and the working set need \
+                 more than {} per chip on every mesh; a larger slice or smaller parameters \
+                 (--param-dtype) are needed",
                 plan.seq,
                 gib(plan.chosen.memory.budget)
             ),
