@@ -104,6 +104,10 @@ def main() -> int:
                 f = v["fits_at"]
                 print(f"{'':26} nearest that fits: global batch {f['batch']}, {f['strategy']} mesh "
                       f"{f['mesh']['data']}x{f['mesh']['fsdp']}x{f['mesh']['tensor']}, {f['bytes'] / 1e9:.2f} GB")
+            if "fits_on" in v:
+                f = v["fits_on"]
+                print(f"{'':26} smallest larger slice that fits batch {f['batch']}: {f['slice']} ({f['chips']} chips), "
+                      f"{f['strategy']} mesh {f['mesh']['data']}x{f['mesh']['fsdp']}x{f['mesh']['tensor']}, {f['bytes'] / 1e9:.2f} GB")
         shard = [run([a.tpuport, "--format", "json", "shard", ckpt, *cases[0][1]])[0] for _ in range(a.repeat)]
         inspect = [run([a.tpuport, "--format", "json", "inspect", ckpt, "--no-dedup"])[0] for _ in range(a.repeat)]
         ts, ti = statistics.median(shard), statistics.median(inspect)

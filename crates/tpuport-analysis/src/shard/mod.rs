@@ -387,6 +387,22 @@ pub struct ShardPlan {
     /// the same sequence, strategy and mesh choice.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fits_at: Option<FitsAt>,
+    /// When the chosen plan does not fit: the smallest larger slice of the same chip where the
+    /// same global batch and sequence fit ([`ShardPlan::look_wider`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fits_on: Option<FitsOn>,
+}
+
+/// A larger slice where a plan that did not fit does.
+#[derive(Clone, Debug, Serialize)]
+pub struct FitsOn {
+    /// The slice (its accelerator type, as `gcloud` names it).
+    pub slice: String,
+    /// Its chips.
+    pub chips: u32,
+    /// The plan there: batch, mesh, strategy, bytes per chip.
+    #[serde(flatten)]
+    pub plan: FitsAt,
 }
 
 /// What the TPU compiler answered when the chosen plan was placed on the model's own program
@@ -666,6 +682,55 @@ pub fn plan(
     Ok(plan)
 }
 
+impl ShardPlan {
+    /// For a plan that does not fit: tries `slices` (the chip's valid slices, smallest first)
+    /// larger than this one at the same global batch and sequence, the mesh left to `auto`,
+    /// and records the first that fits in [`ShardPlan::fits_on`] with a note.
+    pub fn look_wider(
+        &mut self,
+        params: &[ParamInfo],
+        slices: &[Slice],
+        chip: &Chip,
+        opts: &ShardOptions,
+    ) {
+        if self.chosen.fits {
+            return;
+        }
+        let opts = ShardOptions {
+            batch: Some(self.batch),
+            seq: Some(self.seq),
+            mesh: None,
+            ..opts.clone()
+        };
+        let found = slices.iter().filter(|s| s.chips > self.chips).find_map(|s| {
+            let p = plan_at(params, &s.accelerator_type, s, chip, &opts).ok()?;
+            p.chosen.fits.then(|| FitsOn {
+                slice: s.accelerator_type.clone(),
+                chips: s.chips,
+                plan: FitsAt {
+                    batch: p.batch,
+                    mesh: p.chosen.mesh,
+                    strategy: p.chosen.strategy.clone(),
+                    bytes: p.chosen.memory.total,
+                },
+            })
+        });
+        if let Some(f) = &found {
+            self.notes.push(format!(
+                "{} ({} chips) fits global batch {} at sequence {}: {} on mesh {}, {} per chip",
+                f.slice,
+                f.chips,
+                f.plan.batch,
+                self.seq,
+                f.plan.strategy,
+                f.plan.mesh,
+                gib(f.plan.bytes)
+            ));
+        }
+        self.fits_on = found;
+    }
+}
+
 /// The largest global batch below `batch` whose plan fits, by bisection (memory grows with
 /// the batch). With a fixed mesh only multiples of its `data` axis are tried.
 fn largest_fitting_batch(
@@ -910,6 +975,7 @@ fn plan_at(
         notes,
         verified: None,
         fits_at: None,
+        fits_on: None,
     })
 }
 

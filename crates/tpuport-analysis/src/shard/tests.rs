@@ -123,9 +123,19 @@ fn llama_7b_v5e8_train_auto_verdicts() {
     // The miss is smaller than the activations counted, which libtpu keeps fewer of.
     assert!(p.notes.iter().any(|n| n.contains("may fit on the TPU")), "{:?}", p.notes);
     // On half the chips not even one sequence fits.
-    let p = run(&llama(), "v5e-4", &train_7b(None)).unwrap();
+    let mut p = run(&llama(), "v5e-4", &train_7b(None)).unwrap();
     assert!(p.fits_at.is_none());
     assert!(p.notes.iter().any(|n| n.starts_with("no global batch fits")), "{:?}", p.notes);
+    // The smallest larger slice that fits the same batch: not v5e-8 (above), but 16 chips.
+    let cat = Catalog::builtin();
+    let chip = cat.chip("v5e").unwrap();
+    p.look_wider(&llama(), &cat.slices(chip), chip, &train_7b(None));
+    let f = p.fits_on.as_ref().expect("a larger slice fits");
+    assert_eq!((f.slice.as_str(), f.chips, f.plan.batch), ("v5litepod-16", 16, 8));
+    let there = run(&llama(), "v5e-16", &train_7b(None)).unwrap();
+    assert!(there.chosen.fits);
+    assert_eq!(there.chosen.memory.total, f.plan.bytes);
+    assert!(p.notes.iter().any(|n| n.starts_with("v5litepod-16 (16 chips) fits global batch 8")));
     // Half the sequence fits, and the fastest fitting mesh wins over its runners-up.
     let p = run(&llama(), "v5e-8", &ShardOptions { seq: Some(1024), ..train_7b(None) }).unwrap();
     assert!(p.chosen.fits, "{:?}", p.chosen);

@@ -238,6 +238,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     };
     let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
+    plan.look_wider(&params, &catalog.slices(chip), chip, &opts);
     if a.verify {
         if compute != a.dtype {
             plan.notes.push(format!(
