@@ -354,13 +354,15 @@ CONNS = 1000
 
 
 def hist_quantile(text, name, q, **labels):
-    """Upper bound of the bucket holding quantile q of a Prometheus histogram."""
-    rows = []
+    """Upper bound of the bucket holding quantile q of a Prometheus histogram, summed over
+    every series that carries the given labels."""
+    by_le = {}
     for line in text.splitlines():
         m = re.match(rf'{name}_bucket\{{(.*)le="([^"]+)"\}}\s+(\S+)$', line)
         if m and all(f'{k}="{v}"' in m.group(1) for k, v in labels.items()):
-            rows.append((float(m.group(2)), float(m.group(3))))
-    rows.sort()
+            le = float(m.group(2))
+            by_le[le] = by_le.get(le, 0.0) + float(m.group(3))
+    rows = sorted(by_le.items())
     if not rows or rows[-1][1] == 0:
         return None
     return next(le for le, c in rows if c >= q * rows[-1][1])
@@ -417,9 +419,12 @@ def overload(a, tmp, capacity):
     qw = hist_quantile(text, "tpuport_queue_duration_seconds", 0.99, model="mlp")
     cw = hist_quantile(text, "tpuport_compute_duration_seconds", 0.99, model="mlp")
     rw = hist_quantile(text, "tpuport_request_duration_seconds", 0.99, model="mlp")
-    print(f"  server histograms (bucket upper bounds): queue wait p99 <= {qw * 1e3 if qw else float('nan'):.1f} ms, "
-          f"batch compute p99 <= {cw * 1e3 if cw else float('nan'):.1f} ms, request (read to answer, 200s and "
-          f"503s) p99 <= {rw * 1e3 if rw else float('nan'):.1f} ms")
+    rw200 = hist_quantile(text, "tpuport_request_duration_seconds", 0.99, model="mlp", code="200")
+    rw503 = hist_quantile(text, "tpuport_request_duration_seconds", 0.99, model="mlp", code="503")
+    ms = lambda v: v * 1e3 if v else float("nan")  # noqa: E731
+    print(f"  server histograms (bucket upper bounds): queue wait p99 <= {ms(qw):.1f} ms, "
+          f"batch compute p99 <= {ms(cw):.1f} ms, request (read to answer) p99 <= {ms(rw200):.1f} ms "
+          f"for the 200s, <= {ms(rw503):.1f} ms for the 503s, <= {ms(rw):.1f} ms for both")
     # Little's law: CONNS connections each holding one request, answered at X/s, spend CONNS/X
     # on average from write to answer, wherever the server keeps them (mostly unread in socket
     # buffers here: the one server core is busy). No queue deadline can bound that; only
@@ -438,11 +443,11 @@ def overload(a, tmp, capacity):
     check(max(kb[half:]) <= max(kb[:half]) * 1.10, "RSS stops growing (second-half max within 10% of the first)")
     check(qw is not None and qw <= deadline_ms * 1e-3 * 1.5,
           f"server-side queue wait p99 within the {deadline_ms} ms queue deadline (histogram bucket <= 30 ms)")
-    # A goal, not a check: the time after the read is spent waiting for the one core (1000
-    # connection tasks, the batcher and XLA share it), which the queue deadline does not cover.
-    srv_ok = rw is not None and rw <= deadline_ms * 1e-3 * 1.5 + (cw or 0)
-    print(f"  [{'ok' if srv_ok else 'MISSED'}] server-side request p99 (read to answer) within the "
-          f"{deadline_ms} ms queue deadline plus a batch's compute")
+    # A goal, not a check (docs/serve.md, Overload): the accepted requests' time from read to
+    # answer, which the queue deadline bounds only if answers are not kept waiting for the core.
+    srv_ok = rw200 is not None and rw200 <= deadline_ms * 1e-3 * 1.5 + (cw or 0)
+    print(f"  [{'ok' if srv_ok else 'MISSED'}] server-side request p99 of the 200s (read to answer) within "
+          f"the {deadline_ms} ms queue deadline plus a batch's compute")
     e2e = ok > 0 and st["200"]["p99_us"] <= (deadline_ms + 10) * 1e3
     print(f"  [{'ok' if e2e else 'note'}] client-side p99 of the 200s within the queue deadline + 10 ms "
           f"(includes time in socket buffers before the server reads the request: not bounded by the queue)")

@@ -35,6 +35,67 @@ use crate::model::Model;
 /// Rows per output for one request, in the model's output order.
 pub(crate) type Reply = Result<Vec<Bytes>, InferError>;
 
+/// Counts answers sent to request tasks and not yet taken up by them.
+#[derive(Debug, Default)]
+pub(crate) struct Unclaimed {
+    count: AtomicUsize,
+    /// Signalled when the count falls to zero.
+    none: tokio::sync::Notify,
+}
+
+impl Unclaimed {
+    /// Waits while answers are waiting for their tasks: until the count falls to zero with
+    /// no new answer sent in between, or until it falls to zero after `cap` has passed since
+    /// `since`.
+    ///
+    /// No timer: the time is looked at when the count falls to zero, so a stream of answers
+    /// holds a caller for at most `cap` and one more fall.
+    pub(crate) async fn wait_none(&self, since: Instant, cap: Duration) {
+        loop {
+            let none = self.none.notified();
+            tokio::pin!(none);
+            // Registered before the check, so a fall to zero after it still wakes us.
+            none.as_mut().enable();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            none.await;
+            if since.elapsed() >= cap {
+                return;
+            }
+        }
+    }
+
+    /// The current count (tests).
+    #[cfg(test)]
+    fn get(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+}
+
+/// One answer sent and not yet taken up: dropping it (the task took the answer, or the answer
+/// was dropped unread because the task went away) lowers the count.
+#[derive(Debug)]
+pub(crate) struct Ticket(Arc<Unclaimed>);
+
+impl Ticket {
+    fn issue(u: &Arc<Unclaimed>) -> Ticket {
+        u.count.fetch_add(1, Ordering::AcqRel);
+        Ticket(u.clone())
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.none.notify_waiters();
+        }
+    }
+}
+
+/// What a request's task receives: its answer and the token that counts it as unclaimed.
+pub(crate) type Answer = (Reply, Ticket);
+
 /// A request in the queue.
 #[derive(Debug)]
 pub(crate) struct Item {
@@ -51,16 +112,19 @@ pub(crate) struct Item {
 struct ItemState {
     done: usize,
     parts: Vec<(usize, Vec<Bytes>)>,
-    reply: Option<oneshot::Sender<Reply>>,
+    reply: Option<oneshot::Sender<Answer>>,
+    unclaimed: Arc<Unclaimed>,
 }
 
 impl Item {
-    /// A request of `rows` rows with one buffer per model input.
+    /// A request of `rows` rows with one buffer per model input; `unclaimed` counts answers
+    /// sent and not yet taken up.
     pub(crate) fn new(
         rows: usize,
         inputs: Vec<Bytes>,
         deadline: Option<Instant>,
-    ) -> (Arc<Item>, oneshot::Receiver<Reply>) {
+        unclaimed: &Arc<Unclaimed>,
+    ) -> (Arc<Item>, oneshot::Receiver<Answer>) {
         let (tx, rx) = oneshot::channel();
         let item = Item {
             rows,
@@ -68,7 +132,12 @@ impl Item {
             enqueued: Instant::now(),
             deadline,
             taken: AtomicUsize::new(0),
-            state: Mutex::new(ItemState { done: 0, parts: Vec::new(), reply: Some(tx) }),
+            state: Mutex::new(ItemState {
+                done: 0,
+                parts: Vec::new(),
+                reply: Some(tx),
+                unclaimed: unclaimed.clone(),
+            }),
         };
         (Arc::new(item), rx)
     }
@@ -78,8 +147,9 @@ impl Item {
     }
 
     fn fail(&self, e: InferError) {
-        if let Some(tx) = self.lock().reply.take() {
-            let _ = tx.send(Err(e));
+        let mut st = self.lock();
+        if let Some(tx) = st.reply.take() {
+            let _ = tx.send((Err(e), Ticket::issue(&st.unclaimed)));
         }
     }
 
@@ -93,6 +163,7 @@ impl Item {
         }
         let Some(tx) = st.reply.take() else { return };
         let mut parts = std::mem::take(&mut st.parts);
+        let unclaimed = st.unclaimed.clone();
         drop(st);
         let result = if parts.len() == 1 {
             parts.pop().map(|(_, o)| o).unwrap_or_default()
@@ -109,7 +180,7 @@ impl Item {
                 })
                 .collect()
         };
-        let _ = tx.send(Ok(result));
+        let _ = tx.send((Ok(result), Ticket::issue(&unclaimed)));
     }
 }
 
@@ -221,6 +292,13 @@ impl Batcher {
             })
             .collect();
         Batcher { shared, workers: Mutex::new(workers) }
+    }
+
+    /// Counts a request whose deadline passed before it reached the queue and returns its
+    /// error (503, reason `timeout`).
+    pub(crate) fn late(&self) -> InferError {
+        self.shared.m.timeout.inc();
+        InferError::new(ErrorKind::Timeout, "the request timed out before it reached the queue")
     }
 
     /// The knobs.
@@ -467,4 +545,86 @@ fn execute(
         .collect();
     let outs = model.execute_rows(bucket, &inputs)?;
     Ok(outs.into_iter().map(Bytes::from).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(c: &Arc<Unclaimed>) -> usize {
+        c.get()
+    }
+
+    #[test]
+    fn an_answer_is_unclaimed_until_its_task_drops_it() {
+        let c = Arc::new(Unclaimed::default());
+        let (item, mut rx) = Item::new(2, Vec::new(), None, &c);
+        item.deliver(0, 1, vec![Bytes::from_static(b"a")]);
+        assert_eq!(count(&c), 0, "half the rows are not an answer");
+        item.deliver(1, 1, vec![Bytes::from_static(b"b")]);
+        assert_eq!(count(&c), 1);
+        let (reply, token) = rx.try_recv().expect("answered");
+        assert_eq!(reply.expect("ok"), vec![Bytes::from_static(b"ab")]);
+        assert_eq!(count(&c), 1, "taken from the channel, still held");
+        drop(token);
+        assert_eq!(count(&c), 0);
+    }
+
+    #[test]
+    fn an_answer_to_a_task_that_went_away_is_not_counted() {
+        let c = Arc::new(Unclaimed::default());
+        // The task is gone before the answer.
+        let (item, rx) = Item::new(1, Vec::new(), None, &c);
+        drop(rx);
+        item.fail(InferError::new(ErrorKind::Timeout, "late"));
+        assert_eq!(count(&c), 0);
+        // The task goes away after the answer was sent, without reading it.
+        let (item, rx) = Item::new(1, Vec::new(), None, &c);
+        item.deliver(0, 1, vec![Bytes::new()]);
+        assert_eq!(count(&c), 1);
+        drop(rx);
+        assert_eq!(count(&c), 0);
+        // A second answer to the same request is never sent.
+        item.fail(InferError::new(ErrorKind::Timeout, "late"));
+        assert_eq!(count(&c), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_new_request_waits_for_pending_answers_and_no_longer_than_the_cap() {
+        let c = Arc::new(Unclaimed::default());
+        // Nothing pending: no wait.
+        tokio::time::timeout(Duration::from_secs(5), c.wait_none(Instant::now(), Duration::ZERO))
+            .await
+            .expect("returns at once");
+        // One answer pending: the waiter sleeps until it is taken up.
+        let (item, mut rx) = Item::new(1, Vec::new(), None, &c);
+        item.deliver(0, 1, vec![Bytes::new()]);
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            async move { c.wait_none(Instant::now(), Duration::from_secs(60)).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "returned while an answer was pending");
+        drop(rx.try_recv().expect("answered"));
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("ran");
+        // Answers keep coming: a fall to zero with a new answer sent before the waiter runs
+        // holds it again, until the cap has passed.
+        let first = Ticket::issue(&c);
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            let since = Instant::now();
+            async move { c.wait_none(since, Duration::from_millis(20)).await }
+        });
+        tokio::task::yield_now().await;
+        drop(first);
+        let second = Ticket::issue(&c);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "went before the cap with an answer pending");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        drop(second);
+        let third = Ticket::issue(&c);
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("ran");
+        drop(third);
+        assert_eq!(count(&c), 0);
+    }
 }

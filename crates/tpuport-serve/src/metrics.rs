@@ -138,7 +138,7 @@ impl std::fmt::Debug for Registry {
 pub mod names {
     /// Requests answered, by model and status code.
     pub const REQUESTS: &str = "tpuport_requests_total";
-    /// Time from arrival to response, seconds.
+    /// Time from arrival to response, seconds, by status code.
     pub const REQUEST_DURATION: &str = "tpuport_request_duration_seconds";
     /// Time a request waited in the queue before its batch ran, seconds.
     pub const QUEUE_DURATION: &str = "tpuport_queue_duration_seconds";
@@ -197,8 +197,8 @@ impl Registry {
         );
         r.declare(
             REQUEST_DURATION,
-            "Time from arrival to response, seconds.",
-            &["model", "protocol"],
+            "Time from arrival to response, seconds, by status code.",
+            &["model", "protocol", "code"],
             h(LATENCY_BOUNDS),
         );
         r.declare(

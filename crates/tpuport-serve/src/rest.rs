@@ -264,7 +264,11 @@ async fn infer_inner(
     started: Instant,
 ) -> Result<Response, InferError> {
     let (model, batcher, drift) = s.model(name, version)?;
+    let late = s.answers_first(started, batcher.knobs().default_timeout).await;
     let body = read_body(s, body).await?;
+    if late {
+        return Err(batcher.late());
+    }
     let json_len = match headers.get(HEADER_LENGTH) {
         None => body.len(),
         Some(v) => {

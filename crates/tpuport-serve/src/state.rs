@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tpuport_pjrt::Client;
 
-use crate::batcher::{Batcher, Item, Knobs};
+use crate::batcher::{Batcher, Item, Knobs, Unclaimed};
 use crate::config::ServeOptions;
 use crate::error::{ErrorKind, InferError, ServeError};
 use crate::metrics::{Counter, Registry, names};
@@ -62,6 +62,8 @@ pub struct State {
     ready: AtomicBool,
     draining: AtomicBool,
     compiles_after_ready: Arc<Counter>,
+    /// Answers sent to request tasks and not yet taken up by them (see [`State::answers_first`]).
+    unclaimed: Arc<Unclaimed>,
 }
 
 impl std::fmt::Debug for State {
@@ -109,6 +111,7 @@ impl State {
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             compiles_after_ready,
+            unclaimed: Arc::new(Unclaimed::default()),
         })
     }
 
@@ -349,18 +352,40 @@ impl State {
         };
         let deadline = timeout.map(|t| schedule.arrived.unwrap_or_else(Instant::now) + t);
         let data = slots.into_iter().flatten().collect();
-        let (item, rx) = Item::new(rows, data, deadline);
+        let (item, rx) = Item::new(rows, data, deadline, &self.unclaimed);
         batcher.submit(item, level)?;
-        rx.await.unwrap_or_else(|_| {
-            Err(InferError::new(ErrorKind::Unavailable, "the server is shutting down"))
-        })
+        match rx.await {
+            Ok((reply, _taken)) => reply,
+            Err(_) => Err(InferError::new(ErrorKind::Unavailable, "the server is shutting down")),
+        }
+    }
+
+    /// Lets answers that are waiting for their tasks go before a new request is taken up;
+    /// true when the request's deadline (`timeout` from `since`) passed meanwhile.
+    ///
+    /// A worker thread answers from outside the async runtime, so the answer's task is queued
+    /// on the runtime's shared queue, which a busy runtime thread looks at only every few tasks.
+    /// Under overload every connection has a request ready, each costing a body read, a decode
+    /// and a submit or a 503, and an answer waited behind a round of them: 100–250 ms on one
+    /// core with 1000 connections (docs/serve.md, Overload). A new request's task therefore
+    /// sleeps while answers are unclaimed (it does not spin: the runtime shares its core with
+    /// the executions) and the last answer taken up wakes it; it sleeps again when new answers
+    /// came meanwhile, for at most `MAX_DEFER` in all. A request whose deadline passed
+    /// meanwhile is answered 503 `timeout` by the caller, without decoding. Capping the wait at
+    /// the request's own deadline instead was measured worse (docs/serve.md, Overload): the
+    /// released requests' 503s kept the core busy and halved the 200s.
+    pub(crate) async fn answers_first(&self, since: Instant, timeout: Option<Duration>) -> bool {
+        /// The longest a request defers to answers.
+        const MAX_DEFER: Duration = Duration::from_millis(200);
+        self.unclaimed.wait_none(since, MAX_DEFER).await;
+        timeout.is_some_and(|t| since.elapsed() >= t)
     }
 
     /// Records a finished request.
     pub(crate) fn count(&self, model: &str, protocol: &str, code: &str, started: Instant) {
         self.metrics.counter(names::REQUESTS, &[model, protocol, code]).inc();
         self.metrics
-            .histogram(names::REQUEST_DURATION, &[model, protocol])
+            .histogram(names::REQUEST_DURATION, &[model, protocol, code])
             .observe(started.elapsed().as_secs_f64());
     }
 
