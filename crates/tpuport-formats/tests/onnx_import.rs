@@ -880,3 +880,27 @@ fn item_limit_is_checked_before_decoding() {
     let e = OnnxImporter.import(&p, &opts).unwrap_err().to_string();
     assert!(e.contains("more than 10000 nodes, attributes"), "{e}");
 }
+
+/// paddle2onnx declares `[-1,3,?,?]` (rapidocr's text-direction classifier): the spatial
+/// dimensions can only be bound by `--input-shape`, and `--batch` must still bind the batch.
+#[test]
+fn batch_binds_the_leading_dimension_of_a_given_input_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(
+        vec![node("Relu", "r", &["x"], &["y"])],
+        vec![vi("x", F32, &[D::K(-1), D::K(3), D::S("?"), D::S("?")])],
+        vec![out("y")],
+    );
+    let p = write(dir.path(), "m.onnx", &model(g));
+    for given in ["Bx3x48x192", "?x3x48x192"] {
+        let mut opts = ImportOptions { batch: Some(8), ..ImportOptions::default() };
+        opts.input_shapes.insert("x".into(), Shape::parse_dims(given));
+        let m = OnnxImporter.import(&p, &opts).unwrap();
+        assert_eq!(shape_of(&m, "y"), Shape::fixed(&[8, 3, 48, 192]), "{given}");
+    }
+    // A fixed leading dimension in the given shape is kept.
+    let mut opts = ImportOptions { batch: Some(8), ..ImportOptions::default() };
+    opts.input_shapes.insert("x".into(), Shape::fixed(&[1, 3, 48, 192]));
+    let m = OnnxImporter.import(&p, &opts).unwrap();
+    assert_eq!(shape_of(&m, "y"), Shape::fixed(&[1, 3, 48, 192]));
+}

@@ -2,9 +2,9 @@
 //! and (small) constant values node by node, writing the results into each [`Value::ty`].
 //!
 //! Binding: `ImportOptions::input_shapes` replaces an input's shape (and binds the symbols it
-//! had at those positions), `ImportOptions::batch` binds the symbol in the first dimension of
-//! every input (or replaces an anonymous `?` there), `ImportOptions::dims` binds symbols by
-//! name. Every symbol bound is then substituted in every value of the graph and subgraphs.
+//! had at those positions), then `ImportOptions::batch` binds the symbol in the first dimension
+//! of every input, given shapes included (or replaces an anonymous `?` there), and
+//! `ImportOptions::dims` binds symbols by name. Every symbol bound is then substituted in every value of the graph and subgraphs.
 //!
 //! Propagation: one rule per op (files by op family); small integer/float tensors are folded
 //! so that shape subgraphs (`Shape → Gather → Concat → Reshape`) give concrete shapes. A node
@@ -114,7 +114,11 @@ fn bind_inputs(
                 }
             }
             v.ty.shape = Some(s.clone());
-        } else if let (Some(batch), Some(shape)) = (opts.batch, v.ty.shape.as_mut()) {
+        }
+        // After `--input-shape` too: a shape given with a symbolic or `?` leading dimension
+        // (`x=Bx3x48x192`) takes the batch, so inputs whose other dimensions are anonymous
+        // (paddle2onnx writes `[-1,3,?,?]`) can be lowered at several batch sizes.
+        if let (Some(batch), Some(shape)) = (opts.batch, v.ty.shape.as_mut()) {
             match shape.0.first_mut() {
                 Some(d @ Dim::Sym(_)) if *d == Dim::unknown() => *d = Dim::Known(batch),
                 Some(Dim::Sym(s)) => {
