@@ -367,8 +367,9 @@ serve-fixtures: $(SERVE_FX_DIR)/.done
 
 # tritonclient (HTTP + gRPC, sync + aio, binary + JSON, every datatype) and schemathesis against
 # `tpuport serve`; outputs compared with numpy and with `tpuport run`.
-serve-conformance: venv-serve serve-fixtures build
+serve-conformance: venv venv-serve serve-fixtures build
 	$(VENV_SERVE)/bin/python scripts/serve_conformance.py --tpuport $(TPUPORT) --fixtures $(SERVE_FX_LINK) --schemathesis
+	$(VPY) scripts/serve_real_model.py --tpuport $(TPUPORT) --client-python $(VENV_SERVE)/bin/python --seconds 0
 
 # `make bench-serve`: `tpuport serve` side by side with Triton (nvidia-pytriton) and MLServer on
 # the same JAX MLP and CNN, then overload (10x capacity for 30 s), SIGTERM under load and
@@ -405,7 +406,8 @@ wrk-tool:
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
 RELEASE_DIR := $(or $(CARGO_TARGET_DIR),target)/release
-bench-serve: venv venv-peers bench-serve-fixtures build wrk-tool
+bench-serve: venv venv-serve venv-peers bench-serve-fixtures build wrk-tool
 	$(CARGO) build --release --locked -p tpuport-serve --example serve_load
 	$(VPY) scripts/bench_serve.py --tpuport $(RELEASE_DIR)/tpuport --fixtures $(BENCH_SERVE_FX_LINK) \
 	  --peers-python $(VENV_PEERS)/bin/python --loadgen $(RELEASE_DIR)/examples/serve_load
+	$(VPY) scripts/serve_real_model.py --tpuport $(RELEASE_DIR)/tpuport --client-python $(VENV_SERVE)/bin/python
