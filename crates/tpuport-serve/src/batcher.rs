@@ -51,6 +51,10 @@ impl Unclaimed {
     /// No timer: the time is looked at when the count falls to zero, so a stream of answers
     /// holds a caller for at most `cap` and one more fall.
     pub(crate) async fn wait_none(&self, since: Instant, cap: Duration) {
+        // The common case, without registering with the `Notify` (a lock).
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
         loop {
             let none = self.none.notified();
             tokio::pin!(none);
@@ -65,12 +69,6 @@ impl Unclaimed {
             }
         }
     }
-
-    /// The current count (tests).
-    #[cfg(test)]
-    fn get(&self) -> usize {
-        self.count.load(Ordering::Acquire)
-    }
 }
 
 /// One answer sent and not yet taken up: dropping it (the task took the answer, or the answer
@@ -79,9 +77,9 @@ impl Unclaimed {
 pub(crate) struct Ticket(Arc<Unclaimed>);
 
 impl Ticket {
-    fn issue(u: &Arc<Unclaimed>) -> Ticket {
+    fn issue(u: Arc<Unclaimed>) -> Ticket {
         u.count.fetch_add(1, Ordering::AcqRel);
-        Ticket(u.clone())
+        Ticket(u)
     }
 }
 
@@ -112,8 +110,8 @@ pub(crate) struct Item {
 struct ItemState {
     done: usize,
     parts: Vec<(usize, Vec<Bytes>)>,
-    reply: Option<oneshot::Sender<Answer>>,
-    unclaimed: Arc<Unclaimed>,
+    /// Where the answer goes, with the count it is to be counted in; taken when answered.
+    reply: Option<(oneshot::Sender<Answer>, Arc<Unclaimed>)>,
 }
 
 impl Item {
@@ -135,8 +133,7 @@ impl Item {
             state: Mutex::new(ItemState {
                 done: 0,
                 parts: Vec::new(),
-                reply: Some(tx),
-                unclaimed: unclaimed.clone(),
+                reply: Some((tx, unclaimed.clone())),
             }),
         };
         (Arc::new(item), rx)
@@ -147,9 +144,9 @@ impl Item {
     }
 
     fn fail(&self, e: InferError) {
-        let mut st = self.lock();
-        if let Some(tx) = st.reply.take() {
-            let _ = tx.send((Err(e), Ticket::issue(&st.unclaimed)));
+        let reply = self.lock().reply.take();
+        if let Some((tx, unclaimed)) = reply {
+            let _ = tx.send((Err(e), Ticket::issue(unclaimed)));
         }
     }
 
@@ -161,9 +158,8 @@ impl Item {
         if st.done < self.rows {
             return;
         }
-        let Some(tx) = st.reply.take() else { return };
+        let Some((tx, unclaimed)) = st.reply.take() else { return };
         let mut parts = std::mem::take(&mut st.parts);
-        let unclaimed = st.unclaimed.clone();
         drop(st);
         let result = if parts.len() == 1 {
             parts.pop().map(|(_, o)| o).unwrap_or_default()
@@ -180,7 +176,7 @@ impl Item {
                 })
                 .collect()
         };
-        let _ = tx.send((Ok(result), Ticket::issue(&unclaimed)));
+        let _ = tx.send((Ok(result), Ticket::issue(unclaimed)));
     }
 }
 
@@ -297,8 +293,7 @@ impl Batcher {
     /// Counts a request whose deadline passed before it reached the queue and returns its
     /// error (503, reason `timeout`).
     pub(crate) fn late(&self) -> InferError {
-        self.shared.m.timeout.inc();
-        InferError::new(ErrorKind::Timeout, "the request timed out before it reached the queue")
+        self.shared.timed_out("before it reached the queue")
     }
 
     /// The knobs.
@@ -379,6 +374,12 @@ impl Batcher {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, QState> {
         self.q.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a request refused for its deadline (reason `timeout`) and returns its error.
+    fn timed_out(&self, when: &str) -> InferError {
+        self.m.timeout.inc();
+        InferError::new(ErrorKind::Timeout, format!("the request timed out {when}"))
     }
 }
 
@@ -482,8 +483,7 @@ fn expire(s: &Shared, st: &mut QState) {
     for it in expired {
         st.items -= 1;
         st.rows -= it.rows;
-        s.m.timeout.inc();
-        it.fail(InferError::new(ErrorKind::Timeout, "the request timed out in the queue"));
+        it.fail(s.timed_out("in the queue"));
     }
     s.m.depth.set(st.items as i64);
 }
@@ -551,8 +551,8 @@ fn execute(
 mod tests {
     use super::*;
 
-    fn count(c: &Arc<Unclaimed>) -> usize {
-        c.get()
+    fn count(c: &Unclaimed) -> usize {
+        c.count.load(Ordering::Acquire)
     }
 
     #[test]
@@ -609,7 +609,7 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("ran");
         // Answers keep coming: a fall to zero with a new answer sent before the waiter runs
         // holds it again, until the cap has passed.
-        let first = Ticket::issue(&c);
+        let first = Ticket::issue(c.clone());
         let waiter = tokio::spawn({
             let c = c.clone();
             let since = Instant::now();
@@ -617,12 +617,12 @@ mod tests {
         });
         tokio::task::yield_now().await;
         drop(first);
-        let second = Ticket::issue(&c);
+        let second = Ticket::issue(c.clone());
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished(), "went before the cap with an answer pending");
         tokio::time::sleep(Duration::from_millis(30)).await;
         drop(second);
-        let third = Ticket::issue(&c);
+        let third = Ticket::issue(c.clone());
         tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("ran");
         drop(third);
         assert_eq!(count(&c), 0);

@@ -264,11 +264,10 @@ async fn infer_inner(
     started: Instant,
 ) -> Result<Response, InferError> {
     let (model, batcher, drift) = s.model(name, version)?;
-    let late = s.answers_first(started, batcher.knobs().default_timeout).await;
+    let admitted = s.answers_first(&batcher, started).await;
+    // Read even when refused, so the connection stays usable.
     let body = read_body(s, body).await?;
-    if late {
-        return Err(batcher.late());
-    }
+    admitted?;
     let json_len = match headers.get(HEADER_LENGTH) {
         None => body.len(),
         Some(v) => {

@@ -361,7 +361,8 @@ impl State {
     }
 
     /// Lets answers that are waiting for their tasks go before a new request is taken up;
-    /// true when the request's deadline (`timeout` from `since`) passed meanwhile.
+    /// `Err` (503, reason `timeout`) when the request's deadline for `batcher`'s model, counted
+    /// from `since`, passed meanwhile.
     ///
     /// A worker thread answers from outside the async runtime, so the answer's task is queued
     /// on the runtime's shared queue, which a busy runtime thread looks at only every few tasks.
@@ -370,15 +371,22 @@ impl State {
     /// core with 1000 connections (docs/serve.md, Overload). A new request's task therefore
     /// sleeps while answers are unclaimed (it does not spin: the runtime shares its core with
     /// the executions) and the last answer taken up wakes it; it sleeps again when new answers
-    /// came meanwhile, for at most `MAX_DEFER` in all. A request whose deadline passed
-    /// meanwhile is answered 503 `timeout` by the caller, without decoding. Capping the wait at
-    /// the request's own deadline instead was measured worse (docs/serve.md, Overload): the
-    /// released requests' 503s kept the core busy and halved the 200s.
-    pub(crate) async fn answers_first(&self, since: Instant, timeout: Option<Duration>) -> bool {
+    /// came meanwhile, for at most `MAX_DEFER` in all. A late request is refused before it is
+    /// decoded. Capping the wait at the request's own deadline instead was measured worse
+    /// (docs/serve.md, Overload): the released requests' 503s kept the core busy and halved
+    /// the 200s.
+    pub(crate) async fn answers_first(
+        &self,
+        batcher: &Batcher,
+        since: Instant,
+    ) -> Result<(), InferError> {
         /// The longest a request defers to answers.
         const MAX_DEFER: Duration = Duration::from_millis(200);
         self.unclaimed.wait_none(since, MAX_DEFER).await;
-        timeout.is_some_and(|t| since.elapsed() >= t)
+        match batcher.knobs().default_timeout {
+            Some(t) if since.elapsed() >= t => Err(batcher.late()),
+            _ => Ok(()),
+        }
     }
 
     /// Records a finished request.

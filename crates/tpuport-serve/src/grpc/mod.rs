@@ -171,9 +171,7 @@ async fn infer_inner(
 ) -> Result<ModelInferResponse, Status> {
     let (model, batcher, drift) =
         s.model(&r.model_name, Some(&r.model_version)).map_err(|e| status(&e))?;
-    if s.answers_first(started, batcher.knobs().default_timeout).await {
-        return Err(status(&batcher.late()));
-    }
+    s.answers_first(&batcher, started).await.map_err(|e| status(&e))?;
     let max = s.opts.limits.max_body_bytes;
     let raw = !r.raw_input_contents.is_empty();
     if raw && r.raw_input_contents.len() != r.inputs.len() {
