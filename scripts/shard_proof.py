@@ -26,6 +26,7 @@ Usage: XLA_FLAGS is set here (8 host devices) before JAX starts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -322,6 +323,36 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     compiled = lowered.compile()
     secs = time.time() - t0
     got = memory(compiled)
+    verified = None
+    if LIBTPU:
+        # The user's path: the same step exported unsharded (only its `constrain` pins inside),
+        # given to `tpuport shard --verify`, which places the plan and compiles it with libtpu.
+        plain = {n: jax.ShapeDtypeStruct(s, jnp.float32) for n, s in shapes.items()}
+        ids0 = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
+        shardy = jax.config.jax_use_shardy_partitioner
+        jax.config.update("jax_use_shardy_partitioner", EXPORT_SHARDY[0])
+        try:
+            if workload == "train":
+                exported = jax.jit(step, donate_argnums=(0, 1, 2)).lower(plain, plain, plain, ids0)
+            else:
+                exported = jax.jit(lambda p, ids: forward(p, ids, layers, False)).lower(plain, ids0)
+            text = exported.as_text(debug_info=True)
+        finally:
+            jax.config.update("jax_use_shardy_partitioner", shardy)
+        step_path = os.path.join(tmp, f"step_{model}_{workload}_{mesh or 'auto'}.mlir")
+        with open(step_path, "w") as f:
+            f.write(text)
+        chosen = report["chosen"]["mesh"]
+        vcmd = [tpuport, "--format", "json", "shard", step_path, "--slice", "v5e-8", "--workload", workload,
+                "--batch", str(batch), "--seq", str(seq), "--param-dtype", "f32", "--dtype", "f32",
+                "--heads", str(heads), "--verify", "--plugin", LIBTPU,
+                "--mesh", ",".join(f"{a}={chosen[a]}" for a in ("data", "fsdp", "tensor"))]
+        r = subprocess.run(vcmd, capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(vcmd)}: {r.stderr.strip()}")
+        v = json.loads(r.stdout)
+        verified = {"bytes": v["verified"]["compiler_bytes"], "count": v["chosen"]["memory"]["total"],
+                    "unplanned": v["verified"]["unplanned"], "notes": v.get("notes", [])}
     # XLA:CPU does not tile: compare without the plan's TPU padding there.
     planned = mem["total"] - (0 if LIBTPU else mem["padding"])
     return {
@@ -330,13 +361,16 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
         "remat": remat,
         "plan": planned, "plan_weights": mem["weights"], "plan_opt": mem["optimizer"] + mem["gradients"],
         "plan_act": mem["activations_remat"] if remat else mem["activations"],
-        "xla": got, "ratio": got["total"] / planned, "compile_s": secs,
+        "xla": got, "ratio": got["total"] / planned, "compile_s": secs, "verified": verified,
         "collectives": collective_counts(compiled),
         "plan_comms": {k: report["chosen"]["comms"][k] for k in ("all_gather_bytes", "reduce_scatter_bytes", "all_reduce_bytes")},
     }
 
 
 DEVICES = [None]
+# The step for `--verify` is exported as JAX does by default (Shardy constraints);
+# `--export-gspmd`: with GSPMD `custom_call @Sharding` constraints instead.
+EXPORT_SHARDY = [True]
 
 # `tpuport run --devices 8` of each model's sharded inference module: every kind of axis once.
 RUN_CASES = [
@@ -413,7 +447,11 @@ def main() -> int:
     ap.add_argument("--batch", type=int, help="global batch of every case (default 8)")
     ap.add_argument("--seq", type=int, help="sequence length of every case (default 256)")
     ap.add_argument("--layers", type=int, help="layers of every model (default 4, Llama 2)")
+    ap.add_argument("--export-gspmd", action="store_true",
+                    help="with --libtpu: export the step with GSPMD constraints instead of Shardy ones (JAX's default)")
+    ap.add_argument("--keep", help="write the checkpoints, plans and exported steps here (default: a temporary folder)")
     a = ap.parse_args()
+    EXPORT_SHARDY[0] = not a.export_gspmd
     if a.libtpu:
         from jax.experimental import topologies
         topo = topologies.get_topology_desc(platform="tpu", topology_name="v5e:2x4",
@@ -440,18 +478,29 @@ def main() -> int:
         keep = set(a.only.split(","))
         cases = [c for c in cases if c[0] in keep]
     results, bad, runs, run_bad = [], 0, 0, 0
-    with tempfile.TemporaryDirectory() as tmp:
-        print(f"{'model':16} {'step':6} {'mesh':18} {'remat':5} {'plan MiB':>9} {'XLA MiB':>9} {'ratio':>6}  (weights+grads+opt / activations planned; XLA arg/out/temp/alias)")
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+    with (contextlib.nullcontext(a.keep) if a.keep else tempfile.TemporaryDirectory()) as tmp:
+        # With --libtpu the plan's figure is `tpuport shard --verify`'s (the compiler's, for the
+        # step exported unsharded); the count is printed beside it.
+        head = "verify MiB" if a.libtpu else "plan MiB"
+        print(f"{'model':16} {'step':6} {'mesh':18} {'remat':5} {head:>10} {'XLA MiB':>9} {'ratio':>6}  (weights+grads+opt / activations planned; XLA arg/out/temp/alias)")
         for c in cases:
             r = case(a.tpuport, tmp, *c)
             results.append(r)
             x = r["xla"]
+            v = r["verified"]
+            if v:
+                r["count_ratio"] = r["ratio"]
+                r["ratio"] = x["total"] / v["bytes"]
             ok = abs(r["ratio"] - 1) <= a.tolerance
             bad += not ok
             mib = 1 << 20
-            print(f"{r['model']:16} {r['workload']:6} {r['mesh']:18} {str(r['remat']):5} {r['plan']/mib:9.1f} {x['total']/mib:9.1f} {r['ratio']:6.3f}"
+            plan = v["bytes"] if v else r["plan"]
+            count = f" count {r['plan']/mib:.1f} ({r['count_ratio']:.3f})" if v else ""
+            print(f"{r['model']:16} {r['workload']:6} {r['mesh']:18} {str(r['remat']):5} {plan/mib:10.1f} {x['total']/mib:9.1f} {r['ratio']:6.3f}"
                   f"  ({(r['plan_weights']+r['plan_opt'])/mib:.1f}+{r['plan_act']/mib:.1f}; {x['argument']/mib:.1f}/{x['output']/mib:.1f}/{x['temp']/mib:.1f}/{x['alias']/mib:.1f})"
-                  f" compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}", flush=True)
+                  f"{count} compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}", flush=True)
         if not a.libtpu and not a.no_run:
             for model, layers, mesh in RUN_CASES:
                 if not a.only or model in a.only.split(","):

@@ -64,18 +64,27 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
 
     let c = &plan.chosen;
     let m = &c.memory;
-    let verdict = if c.fits {
+    let verdict = if plan.fits() {
         paint.paint("fits", Style::Green)
     } else {
         paint.paint("does not fit", Style::Red)
     };
     title(&mut out, "Plan");
+    // With `--verify`, the compiler's figure is the plan's memory; the count is shown beside.
+    let per_chip = match &plan.verified {
+        Some(v) => format!(
+            "{} per chip by {} (counted {})",
+            bytes(v.compiler_bytes),
+            v.compiler,
+            bytes(m.total)
+        ),
+        None => format!("{} per chip", bytes(m.total)),
+    };
     let _ = writeln!(
         out,
-        "  {} on mesh {}: {} of {} per chip, {verdict}",
+        "  {} on mesh {}: {per_chip} of {}, {verdict}",
         c.strategy,
         mesh_text(c),
-        bytes(m.total),
         bytes(m.budget)
     );
     match plan.batch_spec.first() {

@@ -211,7 +211,10 @@ pub struct Request {
 /// A sharding plan to place on a program's arguments before it compiles: each parameter
 /// the plan names gets its partition spec, each data argument whose leading dimension is the
 /// plan's batch is split there, everything else stays replicated (the SPMD partitioner
-/// propagates the rest). The module's own annotations are dropped first.
+/// propagates the rest). A result an argument is donated to takes the argument's sharding.
+/// The module's own annotations on its arguments and results are dropped first; constraints
+/// inside it stay when the module was written for the mesh's device count
+/// (`tpuport_lower::rewrite::place_shardings`).
 #[derive(Clone, Debug)]
 pub struct Placement {
     /// The mesh (`data × fsdp × tensor`, devices row-major).
@@ -271,14 +274,20 @@ impl Placement {
             .enumerate()
             .filter_map(|(i, (name, shape, data))| Some((i, self.sharding(name, shape, *data)?)))
             .collect();
+        // A result an argument is donated to (a training step's new parameters and optimizer
+        // state) keeps that argument's sharding, so the buffer can be updated in place.
         // Results with the batch leading are split as the data arguments are (an inference
         // step's logits stay where they were computed instead of being gathered whole).
         let g = &model.graph;
+        let aliased = donated_results(g, &placed);
         let results: Vec<(usize, String)> = g
             .outputs
             .iter()
             .enumerate()
             .filter_map(|(i, &v)| {
+                if let Some(s) = aliased.get(&i) {
+                    return Some((i, s.clone()));
+                }
                 let shape: Vec<u64> = g
                     .value(v)
                     .ty
@@ -292,10 +301,131 @@ impl Placement {
             })
             .collect();
         let partitions = u32::try_from(self.mesh.devices()).unwrap_or(u32::MAX);
-        tpuport_lower::rewrite::place_shardings(&mut model, partitions, &placed, &results)
+        shardy_constraints_to_gspmd(&mut model);
+        tpuport_lower::rewrite::place_shardings(&mut model, partitions, &placed, &results, true)
             .context(|| format!("placing the plan's shardings on {}", path.display()))?;
         Ok(tpuport_formats::stablehlo::print_model(&model)?)
     }
+}
+
+/// Rewrites each Shardy `sdy.sharding_constraint` of `model` (JAX's default spelling of
+/// `with_sharding_constraint` since 0.7) as the GSPMD `custom_call @Sharding` it means, so a
+/// step's activation pins survive the GSPMD compile `--verify` uses. Returns how many were
+/// rewritten; a constraint this cannot read (sub-axes, open dimensions, an unknown mesh) is
+/// left as it is, and then every Shardy annotation is dropped by the placement.
+fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) -> usize {
+    use tpuport_model::Attr;
+    // Meshes: name → ordered axes (name, size), from `sdy.mesh @name = <["x"=2, "y"=4]>`.
+    let mut meshes: Vec<(String, Vec<(String, u64)>)> = Vec::new();
+    for (k, v) in &model.metadata.properties {
+        if k != "mlir.module_op" || !v.contains("sdy.mesh") {
+            continue;
+        }
+        let name = v
+            .split("sym_name = \"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("mesh")
+            .to_owned();
+        let Some(body) = v.split("#sdy.mesh<[").nth(1).and_then(|r| r.split(']').next()) else {
+            continue;
+        };
+        let axes: Option<Vec<(String, u64)>> = body
+            .split(',')
+            .filter(|a| !a.trim().is_empty())
+            .map(|a| {
+                let (n, size) = a.split_once('=')?;
+                Some((n.trim().trim_matches('"').to_owned(), size.trim().parse().ok()?))
+            })
+            .collect();
+        if let Some(axes) = axes {
+            meshes.push((name, axes));
+        }
+    }
+    // `#sdy.sharding<@mesh, [{"data"}, {}, {}]>` → the GSPMD text, when every dimension is a
+    // closed list of whole axes.
+    let gspmd = |text: &str| -> Option<String> {
+        let rest = text.split_once('@')?.1;
+        let (mesh, rest) = rest.split_once(',')?;
+        let axes = &meshes.iter().find(|(n, _)| n == mesh.trim())?.1;
+        let body = rest.split_once('[')?.1;
+        let body = &body[..body.rfind(']')?];
+        let mut dims = Vec::new();
+        for d in body.split('}') {
+            let Some((_, inner)) = d.split_once('{') else { continue };
+            let mut dim = Vec::new();
+            for a in inner.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+                let name = a.strip_prefix('"')?.strip_suffix('"')?;
+                dim.push(axes.iter().position(|(n, _)| n == name)?);
+            }
+            dims.push(dim);
+        }
+        let sizes: Vec<u64> = axes.iter().map(|(_, n)| *n).collect();
+        Some(tpuport_analysis::shard::gspmd::iota_sharding(&dims, &sizes))
+    };
+    let mut done = 0;
+    let graphs = std::iter::once(&mut model.graph).chain(model.functions.iter_mut());
+    for g in graphs {
+        for node in &mut g.nodes {
+            if node.op != "sdy.sharding_constraint" {
+                continue;
+            }
+            let text = match node.attr("sharding") {
+                Some(Attr::Str(t) | Attr::Text(t)) => t.clone(),
+                _ => continue,
+            };
+            let Some(sharding) = gspmd(&text) else { continue };
+            "stablehlo.custom_call".clone_into(&mut node.op);
+            "stablehlo".clone_into(&mut node.domain);
+            node.attrs.retain(|(k, _)| k != "sharding");
+            node.attrs.push(("call_target_name".into(), Attr::Str("Sharding".into())));
+            node.attrs.push(("backend_config".into(), Attr::Str(String::new())));
+            node.attrs.push(("mhlo.sharding".into(), Attr::Str(sharding)));
+            done += 1;
+        }
+    }
+    done
+}
+
+/// Result index → sharding for the results that placed arguments are donated to: an explicit
+/// `tf.aliasing_output = k`, else for each `jax.buffer_donor` argument (in order) the first
+/// result not yet taken with the same type, the way JAX pairs donated buffers with outputs.
+fn donated_results(
+    g: &tpuport_model::Graph,
+    placed: &[(usize, String)],
+) -> std::collections::HashMap<usize, String> {
+    use tpuport_model::Attr;
+    // `tf.aliasing_output = 0 : i32` and `jax.buffer_donor = true` read back as text.
+    let attr = |i: usize, key: &str| -> Option<String> {
+        let key = format!("arg{i}:{key}");
+        match &g.attrs.iter().find(|(k, _)| *k == key)?.1 {
+            Attr::Int(n) => Some(n.to_string()),
+            Attr::Str(t) | Attr::Text(t) => Some(t.split(':').next()?.trim().to_owned()),
+            _ => None,
+        }
+    };
+    let sharding: std::collections::HashMap<usize, &String> =
+        placed.iter().map(|(i, s)| (*i, s)).collect();
+    // Result index → the argument given to it.
+    let mut taken: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for i in 0..g.inputs.len() {
+        if let Some(k) = attr(i, "tf.aliasing_output").and_then(|k| k.parse().ok()) {
+            taken.insert(k, i);
+        }
+    }
+    for (i, &arg) in g.inputs.iter().enumerate() {
+        if attr(i, "jax.buffer_donor").as_deref() != Some("true") || taken.values().any(|&a| a == i)
+        {
+            continue;
+        }
+        let ty = &g.value(arg).ty;
+        if let Some(k) = (0..g.outputs.len())
+            .find(|k| !taken.contains_key(k) && g.value(g.outputs[*k]).ty == *ty)
+        {
+            taken.insert(k, i);
+        }
+    }
+    taken.into_iter().filter_map(|(k, i)| Some((k, sharding.get(&i)?.to_string()))).collect()
 }
 
 /// Whether `tpuport audit` asks the TPU compiler.
@@ -700,7 +830,7 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
                     })
                     .collect()
             };
-            let (params, mut results) = (sig(&m.args), sig(&m.results));
+            let (mut params, mut results) = (sig(&m.args), sig(&m.results));
             for (i, (name, _)) in results.iter_mut().enumerate() {
                 if name.bytes().all(|b| b.is_ascii_digit()) {
                     *name = format!("result{i}");
@@ -739,6 +869,11 @@ fn prepare(req: &Request, obs: &dyn Observer) -> Result<Prepared> {
                             )
                         })
                         .collect();
+                    // The report names each parameter as the plan does (`p['wte.weight']`
+                    // from the argument's `loc`, not `arg0`).
+                    for ((name, _), r) in params.iter_mut().zip(&roles.args) {
+                        r.label().trim_start_matches('%').clone_into(name);
+                    }
                     let n = u32::try_from(p.mesh.devices()).unwrap_or(u32::MAX);
                     (Program::mlir(p.apply(&req.model, text, &args)?.into_bytes()), n)
                 }
@@ -1117,6 +1252,52 @@ mod tests {
         assert_eq!(out_of_memory("INVALID_ARGUMENT: no (1G) (2G)"), None);
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("x"), None);
+    }
+
+    /// A training step as JAX 0.10 prints `jax.jit(step, donate_argnums=(0, 1)).lower(p, mu,
+    /// x).as_text(debug_info=True)` with a `with_sharding_constraint` inside (Shardy): the
+    /// moment takes its parameter's spec, the donated results take their arguments', and the
+    /// constraint becomes the GSPMD annotation it means.
+    const STEP: &str = r#"module @jit_step attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["data"=2, "fsdp"=1, "tensor"=4]>
+  func.func public @main(%arg0: tensor<16x8xf32> {jax.buffer_donor = true} loc("p['w']"), %arg1: tensor<16x8xf32> {jax.buffer_donor = true} loc("mu['w']"), %arg2: tensor<4x16xf32> loc("x")) -> (tensor<16x8xf32> {jax.result_info = "result[0]['w']"}, tensor<16x8xf32> {jax.result_info = "result[1]['w']"}, tensor<4x8xf32> {jax.result_info = "result[2]"}) {
+    %0 = stablehlo.dot_general %arg2, %arg0, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{"data"}, {}]> : tensor<4x8xf32>
+    %2 = stablehlo.add %arg1, %arg0 : tensor<16x8xf32>
+    return %arg0, %2, %1 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>
+  }
+}
+"#;
+
+    #[test]
+    fn a_training_step_places_moments_donations_and_constraints() {
+        use tpuport_analysis::shard::{Axis, Mesh};
+        let spec = vec![None, Some(Axis::Tensor)];
+        let p = Placement {
+            mesh: Mesh { data: 2, fsdp: 1, tensor: 4 },
+            params: [("p['w']".to_owned(), spec.clone()), ("mu['w']".to_owned(), spec)]
+                .into_iter()
+                .collect(),
+            batch: 4,
+            batch_axes: vec![Axis::Data],
+            data_args: Vec::new(),
+        };
+        let args = vec![
+            ("p['w']".to_owned(), vec![16, 8], false),
+            ("mu['w']".to_owned(), vec![16, 8], false),
+            ("x".to_owned(), vec![4, 16], true),
+        ];
+        let out = p.apply(Path::new("step.mlir"), STEP, &args).unwrap();
+        let col = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}";
+        let batch = "{devices=[2,1,4]<=[8] last_tile_dim_replicate}";
+        // Both weight-like arguments and both donated results: the column split.
+        assert_eq!(out.matches(col).count(), 4, "{out}");
+        // The data argument, the batch-leading result, and the constraint: the batch split.
+        assert_eq!(out.matches(batch).count(), 3, "{out}");
+        assert!(out.contains(r#"call_target_name = "Sharding""#), "{out}");
+        assert!(!out.contains("sdy."), "{out}");
+        assert!(out.contains("jax.buffer_donor = true"), "{out}");
+        assert!(out.contains("mhlo.num_partitions = 8"), "{out}");
     }
 
     #[test]

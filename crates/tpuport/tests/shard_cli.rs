@@ -36,7 +36,13 @@
 //!   compiles over 8 devices with the plan's shardings placed, so a chip holds less than the
 //!   474.7 MiB of weights whole; the exporter's transposed head copy is the one program
 //!   parameter the plan does not count; `--verify` on a checkpoint (no program) or for
-//!   training (tpuport does not build the backward pass) is one line and exit 2;
+//!   training on an ONNX export (a forward pass only) is one line and exit 2;
+//! - a training step nobody here wrote the optimizer of: a Flax ResNet-18 step with
+//!   `optax.adam`, exported by `jax.export` (`state['opt'][0].mu['Conv_0']['kernel']` next to
+//!   `state['params']['Conv_0']['kernel']`). `--workload train` plans its parameters only
+//!   (the count Flax gives), each of Adam's two moments is paired with its parameter, and
+//!   with libtpu `--verify` compiles the step over 8 devices with nothing the plan does not
+//!   account for but the batch statistics and Adam's step counter;
 //! - `--verify` on a model no one here exported: silero-vad's 16 kHz LSTM as its PyPI wheel
 //!   ships it (`make recurrent-models`). Its `input` is `[batch, sequence]`, and the sequence
 //!   default (2048 samples) is not a length the model takes, so `--input-shape` binds it; the
@@ -325,7 +331,7 @@ fn bert_torchscript_onnx_weights_get_roles_from_their_matmul() {
 fn verify_compiles_the_plan_on_the_onnx_program_with_libtpu() {
     for (file, extra, why) in [
         ("model.safetensors", &[][..], "holds weights only"),
-        ("legacy.onnx", &["--workload", "train"][..], "proves inference plans"),
+        ("legacy.onnx", &["--workload", "train"][..], "holds the forward pass only"),
     ] {
         let o = output(
             command()
@@ -370,6 +376,56 @@ fn verify_compiles_the_plan_on_the_onnx_program_with_libtpu() {
     assert!((150_000_000..160_000_000).contains(&extra), "{ver}");
     assert!(rest < 474_700_000 / 2, "{ver}");
     assert_eq!(ver["plan_bytes"], v["chosen"]["memory"]["total"], "{ver}");
+}
+
+#[test]
+fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
+    let dir = exports().join("flax_resnet18_train");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let train = ["--slice", "v5e-8", "--workload", "train"];
+    let v = plan_json(&dir, "export.mlir", &train);
+    assert_eq!(v["model"]["params"], meta["params"], "{}", v["model"]);
+    let names: Vec<&str> =
+        v["params"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(names.iter().all(|n| !n.contains("'opt'")), "{names:?}");
+    let convs =
+        names.iter().filter(|n| n.contains("['params']") && n.ends_with("['kernel']")).count();
+    assert!(convs >= 20, "{names:?}");
+    let notes = v["notes"].to_string();
+    let paired = notes
+        .split("training step: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("{notes}"));
+    let trainable = names.iter().filter(|n| n.contains("['params']")).count();
+    assert_eq!(paired, 2 * trainable, "{notes}");
+    assert!(notes.contains("told by their names"), "{notes}");
+
+    let Some(lib) =
+        tpuport_testkit::libtpu("a_flax_optax_training_step_places_each_moment_like_its_parameter")
+    else {
+        return;
+    };
+    let lib = lib.to_str().unwrap().to_owned();
+    let v = plan_json(
+        &dir,
+        "export.mlir",
+        &[&train[..], &["--mesh", "data=2,fsdp=4", "--verify", "--plugin", &lib]].concat(),
+    );
+    let ver = &v["verified"];
+    assert_eq!(ver["fits"], true, "{ver}");
+    assert_eq!(ver["devices"], 8, "{ver}");
+    for n in ver["unplanned"].as_array().unwrap() {
+        let n = n.as_str().unwrap();
+        assert!(n.contains("['batch_stats']") || n.ends_with(".count"), "{ver}");
+    }
+    // Parameters and both moments are split 4 ways (fsdp) or kept whole where they do not
+    // divide; whole, the three would take 3 x 4 B x params on every chip.
+    let whole = 3 * 4 * meta["params"].as_u64().unwrap();
+    let args = ver["compiler_bytes"].as_u64().unwrap();
+    assert!(args < whole, "{ver} vs {whole}");
 }
 
 #[test]

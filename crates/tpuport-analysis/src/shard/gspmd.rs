@@ -20,13 +20,25 @@ const AXES: [Axis; 3] = [Axis::Data, Axis::Fsdp, Axis::Tensor];
 /// or not at all. `{replicated}` when nothing is split.
 #[must_use]
 pub fn hlo_sharding(dims: &[Vec<Axis>], mesh: &Mesh) -> String {
+    let sizes: Vec<u64> = AXES.iter().map(|&a| u64::from(mesh.size(a))).collect();
+    let index = |a: &Axis| AXES.iter().position(|x| x == a).unwrap_or(0);
+    let dims: Vec<Vec<usize>> = dims.iter().map(|d| d.iter().map(index).collect()).collect();
+    iota_sharding(&dims, &sizes)
+}
+
+/// [`hlo_sharding`] over any mesh: axis `k` has `sizes[k]` devices, devices numbered
+/// row-major over the axes in order (a Shardy `sdy.mesh`'s order), and dimension `i` is
+/// split over the axes `dims[i]` (indices into `sizes`, outermost first).
+#[must_use]
+pub fn iota_sharding(dims: &[Vec<usize>], sizes: &[u64]) -> String {
+    let size = |a: usize| sizes.get(a).copied().unwrap_or(1);
     let mut used = Vec::new();
-    let per_dim: Vec<Vec<Axis>> = dims
+    let groups_of_dims: Vec<Vec<usize>> = dims
         .iter()
         .map(|axes| {
             let mut mine = Vec::new();
             for &a in axes {
-                if mesh.size(a) > 1 && !used.contains(&a) {
+                if size(a) > 1 && !used.contains(&a) {
                     used.push(a);
                     mine.push(a);
                 }
@@ -38,31 +50,30 @@ pub fn hlo_sharding(dims: &[Vec<Axis>], mesh: &Mesh) -> String {
         return "{replicated}".into();
     }
     // Tile dimensions: each tensor dimension's axes, then the replicated axes together.
-    let rest: Vec<Axis> =
-        AXES.iter().copied().filter(|a| mesh.size(*a) > 1 && !used.contains(a)).collect();
+    let rest: Vec<usize> =
+        (0..sizes.len()).filter(|&a| size(a) > 1 && !used.contains(&a)).collect();
     let replicate = !rest.is_empty();
-    let mut groups = per_dim;
+    let mut groups = groups_of_dims;
     if replicate {
         groups.push(rest);
     }
-    let counts: Vec<String> = groups
-        .iter()
-        .map(|g| g.iter().map(|&a| u64::from(mesh.size(a))).product::<u64>().to_string())
-        .collect();
+    let counts: Vec<String> =
+        groups.iter().map(|g| g.iter().map(|&a| size(a)).product::<u64>().to_string()).collect();
     // The mesh's axes of size > 1, and the order in which the tiles walk them.
-    let mesh_axes: Vec<Axis> = AXES.iter().copied().filter(|a| mesh.size(*a) > 1).collect();
+    let mesh_axes: Vec<usize> = (0..sizes.len()).filter(|&a| size(a) > 1).collect();
     let order: Vec<usize> =
         groups.iter().flatten().filter_map(|a| mesh_axes.iter().position(|m| m == a)).collect();
-    let sizes: Vec<String> = mesh_axes.iter().map(|&a| mesh.size(a).to_string()).collect();
+    let devices: u64 = mesh_axes.iter().map(|&a| size(a)).product();
     let identity = order.iter().enumerate().all(|(i, &p)| i == p);
-    let devices = if identity {
-        format!("<=[{}]", mesh.devices())
+    let table = if identity {
+        format!("<=[{devices}]")
     } else {
+        let dims: Vec<String> = mesh_axes.iter().map(|&a| size(a).to_string()).collect();
         let perm: Vec<String> = order.iter().map(usize::to_string).collect();
-        format!("<=[{}]T({})", sizes.join(","), perm.join(","))
+        format!("<=[{}]T({})", dims.join(","), perm.join(","))
     };
     format!(
-        "{{devices=[{}]{devices}{}}}",
+        "{{devices=[{}]{table}{}}}",
         counts.join(","),
         if replicate { " last_tile_dim_replicate" } else { "" }
     )
@@ -95,6 +106,17 @@ mod tests {
         // data=k, device (k*2 + j)*2 + i: the [data, fsdp, tensor] iota transposed (2,1,0).
         let s = hlo_sharding(&[vec![Axis::Tensor], vec![Axis::Fsdp]], &M);
         assert_eq!(s, "{devices=[2,2,2]<=[2,2,2]T(2,1,0) last_tile_dim_replicate}");
+    }
+
+    #[test]
+    fn any_named_mesh_as_shardy_lays_it_out() {
+        // sdy.mesh ["x"=2, "y"=4]: [{"y"}, {}] walks y then the replicated x.
+        assert_eq!(
+            iota_sharding(&[vec![1], vec![]], &[2, 4]),
+            "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"
+        );
+        assert_eq!(iota_sharding(&[vec![0, 1], vec![]], &[2, 4]), "{devices=[8,1]<=[8]}");
+        assert_eq!(iota_sharding(&[vec![], vec![]], &[2, 4]), "{replicated}");
     }
 
     #[test]

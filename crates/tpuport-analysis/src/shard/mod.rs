@@ -17,6 +17,7 @@
 //!   path), torch_xla SPMD (`xs.Mesh`, `xs.mark_sharding` per parameter, `[out, in]` order)
 //!   and JSON.
 //! - [`gspmd`]: a partition spec as an `mhlo.sharding` attribute, for compiling the plan.
+//! - [`step`]: a training step's arguments divided into parameters and optimizer state.
 //!
 //! Nothing here reads tensor data: a plan needs names, shapes and dtypes only, so a 7B
 //! checkpoint plans from its safetensors headers.
@@ -27,6 +28,7 @@ pub mod graph_paths;
 pub mod gspmd;
 pub mod names;
 pub mod spec;
+pub mod step;
 
 use std::fmt;
 use std::str::FromStr;
@@ -433,8 +435,16 @@ pub struct Verified {
 }
 
 impl ShardPlan {
+    /// Whether the plan fits: the TPU compiler's answer when it was asked (`--verify`), else
+    /// the count's.
+    #[must_use]
+    pub fn fits(&self) -> bool {
+        self.verified.as_ref().map_or(self.chosen.fits, |v| v.fits)
+    }
+
     /// Records the compiler's answer for the chosen plan (`facts`); `data` names the program's
-    /// data inputs, which are not parameters.
+    /// arguments that are not parameters but are accounted for: its data inputs, and a
+    /// training step's optimizer state (placed like its parameter, counted as the optimizer's).
     pub fn record_compiler(
         &mut self,
         facts: &crate::compiler_check::CompilerFacts,
@@ -585,7 +595,23 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
             break;
         }
     }
-    d.layers = max_layer.map(|l| u64::from(l) + 1);
+    // Numbered blocks are transformer layers only when attention or MLP projections were
+    // recognised: a Flax ResNet's `Block_7` holds convolutions, and the per-layer activation
+    // formula would count a sequence it does not have.
+    let transformer = params.iter().any(|(_, r)| {
+        matches!(
+            r.kind,
+            Kind::Query
+                | Kind::Key
+                | Kind::Value
+                | Kind::Qkv
+                | Kind::AttnOut
+                | Kind::MlpUp
+                | Kind::MlpGate
+                | Kind::MlpDown
+        )
+    });
+    d.layers = max_layer.filter(|_| transformer).map(|l| u64::from(l) + 1);
     // An embedding the graph only looks rows up in feeds no head (a checkpoint has no graph,
     // so there a missing head is taken as tied).
     let lookup_only = params.iter().any(|(p, r)| r.kind == Kind::Embedding && p.lookup_only);

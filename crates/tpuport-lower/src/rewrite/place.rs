@@ -1,17 +1,24 @@
 //! Single-device → sharded: partition annotations (`mhlo.sharding`) placed on `@main`'s
 //! arguments, and the partition count set, so the XLA SPMD partitioner splits the program
 //! the way a sharding plan says (`tpuport shard --verify` compiles it with libtpu). The
-//! partitioner propagates the argument shardings through the program; no op is annotated.
+//! partitioner propagates the argument shardings through the program. Sharding constraints
+//! inside the program (GSPMD `custom_call @Sharding`, as `jax.lax.with_sharding_constraint`
+//! writes them) are kept when they were written for the same number of devices: they pin
+//! activations the way the user's step does.
 
 use tpuport_model::{Attr, Model};
 
 use super::unshard;
 use crate::LowerError;
 
-/// Drops the module's own sharding annotations ([`unshard`]), then gives argument `i` the
-/// sharding text `s` for every `(i, s)` in `args` and result `i` the text `s` for every
-/// `(i, s)` in `results` (the others are left to the partitioner), and sets
-/// `mhlo.num_partitions` to `partitions`. Returns how many values were annotated.
+/// Drops the module's own sharding annotations ([`unshard`]; with `keep_body`, only those on
+/// `@main`'s arguments and results), then gives argument `i` the sharding text `s` for every
+/// `(i, s)` in `args` and result `i` the text `s` for every `(i, s)` in `results` (the others
+/// are left to the partitioner), and sets `mhlo.num_partitions` to `partitions`. Returns how
+/// many values were annotated.
+///
+/// `keep_body` is honoured only when the module already declares `partitions` partitions
+/// (its constraints name devices of a mesh that size); otherwise every annotation goes.
 ///
 /// # Errors
 /// As [`unshard`]: a manually partitioned program (collectives, `shard_map`).
@@ -20,8 +27,27 @@ pub fn place_shardings(
     partitions: u32,
     args: &[(usize, String)],
     results: &[(usize, String)],
+    keep_body: bool,
 ) -> Result<usize, LowerError> {
-    unshard(model)?;
+    let declared = model
+        .metadata
+        .properties
+        .iter()
+        .find(|(k, _)| k == "mhlo.num_partitions")
+        .and_then(|(_, v)| v.split(':').next()?.trim().parse::<u32>().ok());
+    // Shardy constraints (`sdy.*` ops) are not kept: the program compiles with GSPMD.
+    let shardy = std::iter::once(&model.graph)
+        .chain(&model.functions)
+        .any(|g| g.nodes.iter().any(|n| n.op.starts_with("sdy.")));
+    if keep_body && !shardy && declared == Some(partitions) && partitions > 1 {
+        model.graph.attrs.retain(|(k, _)| !unshard::is_sharding_key(k));
+        model
+            .metadata
+            .properties
+            .retain(|(k, v)| !(k == "mlir.module_op" && v.contains("sdy.mesh")));
+    } else {
+        unshard(model)?;
+    }
     let props = &mut model.metadata.properties;
     for (key, value) in [
         ("mhlo.num_partitions", format!("{partitions} : i32")),
@@ -67,6 +93,7 @@ mod tests {
             8,
             &[(1, "{devices=[1,8]<=[8]}".into())],
             &[(0, "{devices=[8,1]<=[8]}".into())],
+            false,
         )
         .unwrap();
         assert_eq!(n, 2);

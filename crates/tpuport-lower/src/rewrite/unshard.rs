@@ -47,7 +47,7 @@ pub fn unshard(model: &mut Model) -> Result<usize, LowerError> {
     Ok(removed)
 }
 
-fn is_sharding_key(k: &str) -> bool {
+pub(crate) fn is_sharding_key(k: &str) -> bool {
     k.ends_with(":mhlo.sharding")
         || k.ends_with(":sdy.sharding")
         || k == "mhlo.sharding"

@@ -98,8 +98,10 @@ pub(crate) struct ShardArgs {
     #[arg(long)]
     pub(crate) timings: bool,
     /// Prove the plan with the TPU compiler: place the chosen specs on the model's own
-    /// program (ONNX lowered by tpuport, or StableHLO text), compile it for the slice with
-    /// libtpu and report its per-chip memory next to the plan's (inference only).
+    /// program (ONNX lowered by tpuport, or StableHLO text: a forward pass, or with
+    /// `--workload train` an exported training step, whose optimizer moments are placed like
+    /// their parameters), compile it for the slice with libtpu and report its per-chip memory
+    /// next to the plan's.
     #[arg(long)]
     pub(crate) verify: bool,
     /// libtpu for `--verify` (default: found as `tpuport compile` finds it).
@@ -128,16 +130,27 @@ fn parse_mesh(s: &str) -> Result<Mesh, String> {
     Mesh::parse(s).map_err(|e| e.to_string())
 }
 
+/// A model's parameters, and for a StableHLO training step the optimizer-state arguments that
+/// belong to each (state label, parameter label): placed like their parameter by `--verify`,
+/// not counted as parameters.
+struct Params {
+    params: Vec<ParamInfo>,
+    state: Vec<(String, String)>,
+    /// How the state was told apart (`names`, `repetition`).
+    state_by: Option<&'static str>,
+}
+
 /// The parameters of a model: a StableHLO module's weight and state arguments (by the
-/// argument-role rules), else the stored float tensors.
-fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
+/// argument-role rules; for a training step, less the optimizer's moments,
+/// `shard::step::split`), else the stored float tensors.
+fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Params> {
     if matches!(
         model.format,
         tpuport_model::ModelFormat::StablehloText | tpuport_model::ModelFormat::StablehloBytecode
     ) && model.weights.is_empty()
     {
         let roles = a.roles.roles(&a.model, model)?;
-        return Ok(roles
+        let args: Vec<ParamInfo> = roles
             .args
             .iter()
             .filter(|r| r.role != Role::Data)
@@ -151,14 +164,28 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
                     lookup_only: false,
                 })
             })
-            .collect());
+            .collect();
+        if !a.workload.is_training() {
+            return Ok(Params { params: args, state: Vec::new(), state_by: None });
+        }
+        let named: Vec<(String, Vec<u64>)> =
+            args.iter().map(|p| (p.name.clone(), p.shape.clone())).collect();
+        let copies = usize::try_from(a.optimizer.full_state_slots()).unwrap_or(0);
+        let split = shard::step::split(&named, copies);
+        let state = split
+            .state
+            .iter()
+            .map(|&(s, p)| (args[s].name.clone(), args[p].name.clone()))
+            .collect();
+        let params = split.params.iter().map(|&i| args[i].clone()).collect();
+        return Ok(Params { params, state, state_by: split.by });
     }
     // Tied tensors (a `.pt` state dict names GPT-2's `lm_head.weight` and `wte.weight` over
     // one storage) are one parameter: the first name is kept.
     let mut seen = std::collections::HashSet::new();
     let mut paths = shard::graph_paths::graph_paths(model);
     let lookups = shard::graph_paths::lookup_only(model);
-    Ok(model
+    let params = model
         .weights
         .iter()
         .filter(|w| w.dtype.is_float())
@@ -179,7 +206,8 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Vec<ParamInfo>> {
             graph_path: paths.remove(&w.name),
             lookup_only: lookups.contains(&w.name),
         })
-        .collect())
+        .collect();
+    Ok(Params { params, state: Vec::new(), state_by: None })
 }
 
 pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -191,13 +219,6 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     }
     if a.batch == Some(0) || a.seq == Some(0) {
         anyhow::bail!("--batch and --seq must be at least 1");
-    }
-    if a.verify && a.workload.is_training() {
-        anyhow::bail!(
-            "--verify compiles the model's own program, which is its forward pass: it proves \
-             inference plans. For training, place the emitted specs on your framework's train \
-             step and compile that with `tpuport compile`"
-        );
     }
     let started = std::time::Instant::now();
     let model = tpuport_formats::open(&a.model, &tpuport_formats::ImportOptions::default())?;
@@ -214,12 +235,25 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             model.format.name()
         );
     }
+    if a.verify && a.workload.is_training() && model.format == ModelFormat::Onnx {
+        anyhow::bail!(
+            "{}: --verify --workload train compiles a training step, and an ONNX export holds \
+             the forward pass only: export the step itself as StableHLO text \
+             (`jax.jit(step, donate_argnums=...).lower(...).as_text(debug_info=True)`) and pass that",
+            a.model.display()
+        );
+    }
     let imported = std::time::Instant::now();
-    let params = parameters(a, &model)?;
+    let Params { params, state, state_by } = parameters(a, &model)?;
     // `--verify` compiles tpuport's lowering of the model, whose weights and activations share
     // one dtype: bf16 when the parameters are asked in bf16, else f32. The plan counts the
     // same, so the two figures compare like with like.
-    let program_dtype = a.param_dtype.unwrap_or(PlanDtype::F32);
+    // A StableHLO module's parameters say it; an ONNX model is lowered in f32 unless asked.
+    let stored_bf16 = model.format != ModelFormat::Onnx
+        && !params.is_empty()
+        && params.iter().all(|q| q.dtype == DType::BF16);
+    let program_dtype =
+        a.param_dtype.unwrap_or(if stored_bf16 { PlanDtype::Bf16 } else { PlanDtype::F32 });
     let compute = if a.verify { program_dtype } else { a.dtype };
     let opts = ShardOptions {
         workload: a.workload,
@@ -239,6 +273,26 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
     plan.look_wider(&params, &catalog.slices(chip), chip, &opts);
+    if let Some(by) = state_by {
+        plan.notes.push(format!(
+            "training step: {} arguments are optimizer state (told by their {by}), placed like \
+             their parameters and counted as the {} state, not as parameters",
+            state.len(),
+            a.optimizer.as_str()
+        ));
+    } else if a.workload.is_training()
+        && a.optimizer.full_state_slots() > 0
+        && model.format != ModelFormat::Onnx
+        && model.weights.is_empty()
+    {
+        plan.notes.push(format!(
+            "no argument of this module was recognised as {} state (by a name such as \
+             `mu['w']`, or as the parameters' run of shapes repeated once per moment): every \
+             weight-like argument is counted as a parameter; a training step exported with names \
+             (`as_text(debug_info=True)`, `jax.export`) is split correctly",
+            a.optimizer.as_str()
+        ));
+    }
     if a.verify {
         if compute != a.dtype {
             plan.notes.push(format!(
@@ -247,7 +301,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
                 plan.compute_dtype
             ));
         }
-        verify(a, &model, &mut plan, &catalog, p, program_dtype)?;
+        verify(a, &model, &mut plan, &state, &catalog, p, program_dtype)?;
     }
     if a.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
@@ -276,8 +330,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             })?;
         }
     }
-    let fits = plan.chosen.fits && plan.verified.as_ref().is_none_or(|v| v.fits);
-    Ok(if fits { Status::Success } else { Status::Findings })
+    Ok(if plan.fits() { Status::Success } else { Status::Findings })
 }
 
 /// `--verify`: places the chosen plan on the model's program, compiles it with libtpu for the
@@ -286,6 +339,7 @@ fn verify(
     a: &ShardArgs,
     model: &Model,
     plan: &mut shard::ShardPlan,
+    state: &[(String, String)],
     catalog: &tpuport_hw::Catalog,
     p: &Printer,
     dtype: PlanDtype,
@@ -305,13 +359,15 @@ fn verify(
     };
     // An ONNX model's symbolic dimensions: `--dim` and `--input-shape` first; otherwise the
     // leading one of each input is the batch and any other takes the sequence length.
-    let mut import = tpuport_formats::ImportOptions {
-        batch: Some(plan.batch),
-        dims: a.dims.iter().cloned().collect(),
-        input_shapes: a.input_shape.iter().cloned().collect(),
-        ..Default::default()
-    };
+    // (A StableHLO module's shapes are fixed: it takes none of these.)
+    let mut import = tpuport_formats::ImportOptions::default();
     if model.format == ModelFormat::Onnx {
+        import = tpuport_formats::ImportOptions {
+            batch: Some(plan.batch),
+            dims: a.dims.iter().cloned().collect(),
+            input_shapes: a.input_shape.iter().cloned().collect(),
+            ..Default::default()
+        };
         for &v in &model.graph.inputs {
             let Some(shape) = &model.graph.value(v).ty.shape else { continue };
             for d in shape.0.iter().skip(1) {
@@ -321,9 +377,17 @@ fn verify(
             }
         }
     }
+    // Each optimizer moment takes its parameter's spec.
+    let mut specs: std::collections::BTreeMap<String, Vec<Option<shard::Axis>>> =
+        plan.params.iter().map(|q| (q.name.clone(), q.spec.clone())).collect();
+    for (moment, param) in state {
+        if let Some(spec) = specs.get(param).cloned() {
+            specs.insert(moment.clone(), spec);
+        }
+    }
     let placement = Placement {
         mesh: plan.chosen.mesh,
-        params: plan.params.iter().map(|q| (q.name.clone(), q.spec.clone())).collect(),
+        params: specs,
         batch: plan.batch,
         batch_axes: plan.batch_spec.first().cloned().flatten().unwrap_or_default(),
         data_args: a.roles.data_args.clone(),
@@ -343,6 +407,8 @@ fn verify(
         placement: Some(placement),
     };
     let report = compile(&req, catalog, p)?;
-    plan.record_compiler(&report.audit_facts(&plan.chip), &data);
+    let accounted: Vec<String> =
+        data.into_iter().chain(state.iter().map(|(m, _)| m.clone())).collect();
+    plan.record_compiler(&report.audit_facts(&plan.chip), &accounted);
     Ok(())
 }

@@ -1,0 +1,302 @@
+//! A training step's arguments: which are the parameters and which carry an optimizer's state
+//! for one of them.
+//!
+//! A framework's exported training step (`jax.jit(step, donate_argnums=...)` lowered with
+//! `as_text(debug_info=True)`, or `jax.export`) takes the parameters, then the optimizer state
+//! (AdamW's first and second moments: one tensor per parameter, same shape), then the batch.
+//! The plan shards the parameters; each state tensor must be placed exactly like its
+//! parameter, and is not a parameter itself (counting it would triple the weights).
+//!
+//! Two ways to tell them apart, in this order:
+//!
+//! 1. **Names.** JAX names an argument by its path in the call's arguments:
+//!    `p['model.embed_tokens.weight']`, `mu['model.embed_tokens.weight']`,
+//!    `opt_state[0].mu['params']['Dense_0']['kernel']` (optax),
+//!    `state.opt_state[1][0].nu['Dense_0']['kernel']` (a Flax `TrainState`),
+//!    `state['opt'][0].mu['Conv_0']['kernel']` next to `state['params']['Conv_0']['kernel']`.
+//!    An argument with an optimizer word among its path's components ([`STATE_WORDS`] as a
+//!    root or attribute, [`STATE_KEYS`] also as a quoted key) is state; the components after
+//!    the last such word are its *leaf path*, and the parameter whose path ends with that leaf
+//!    path and has the same shape is the one it belongs to.
+//! 2. **Repetition.** Without names (`%argN`), JAX still flattens `(params, mu, nu, batch)` in
+//!    that order, each optimizer tree shaped like the parameters: when the non-scalar weight
+//!    arguments are k ≥ 2 copies of the same sequence of shapes, the first copy is the
+//!    parameters and copy j's i-th argument is the state of parameter i.
+//!
+//! Scalars (a step counter) and state of other shapes (Adafactor's factored rows and columns)
+//! are neither: they stay replicated and are reported as not planned.
+
+use serde::Serialize;
+
+/// Words in an argument's root that mark optimizer state: optax's `mu`/`nu`/`trace`/`opt_state`,
+/// torch's `exp_avg`/`exp_avg_sq`/`momentum_buffer`, and the usual `m`/`v`/`momentum`/`velocity`.
+pub const STATE_WORDS: &[&str] = &[
+    "mu",
+    "nu",
+    "m",
+    "v",
+    "opt_state",
+    "optimizer",
+    "optim",
+    "opt",
+    "trace",
+    "momentum",
+    "momentum_buffer",
+    "velocity",
+    "exp_avg",
+    "exp_avg_sq",
+    "accumulator",
+    "moment1",
+    "moment2",
+];
+
+/// The state words that also mark optimizer state as a quoted dictionary key (`state['opt']`).
+pub const STATE_KEYS: &[&str] = &[
+    "opt_state",
+    "optimizer",
+    "optimizer_state",
+    "optim",
+    "opt",
+    "exp_avg",
+    "exp_avg_sq",
+    "momentum_buffer",
+];
+
+/// How the training step's weight-like arguments divide.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StepArgs {
+    /// Indices (into the list given) of the parameters.
+    pub params: Vec<usize>,
+    /// (state argument, its parameter) index pairs.
+    pub state: Vec<(usize, usize)>,
+    /// How the state was recognised: `names` or `repetition`; `None` when there is none.
+    pub by: Option<&'static str>,
+}
+
+/// One component of an argument's path: a root or attribute name (`mu` in
+/// `opt_state[0].mu`), a subscript index (`0`), or a quoted key (`'fc.weight'`, quoted: true).
+type Part = (String, bool);
+
+/// The components of a JAX argument path (`state['opt'][0].mu['Conv_0']['kernel']` →
+/// `state`, `'opt'`, `0`, `mu`, `'Conv_0'`, `'kernel'`).
+fn parts(name: &str) -> Vec<Part> {
+    let b = name.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                let end = name[i + 1..].find(char::from(q)).map_or(b.len(), |e| i + 1 + e);
+                out.push((name[i + 1..end].to_owned(), true));
+                i = end + 1;
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' => {
+                let end = name[i..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(b.len(), |e| i + e);
+                out.push((name[i..end].to_owned(), false));
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Whether a component marks optimizer state. The short words (`mu`, `v`, `m`, `trace`) only
+/// as a root or an attribute, as optax's state tuples spell them: a quoted key `'v'` is a
+/// module (an attention's value projection), not a moment.
+fn is_state_part((text, quoted): &Part) -> bool {
+    let t = text.to_ascii_lowercase();
+    if *quoted { STATE_KEYS.contains(&t.as_str()) } else { STATE_WORDS.contains(&t.as_str()) }
+}
+
+/// The part of a path after its last optimizer-state component, or `None` when it has none.
+fn leaf_after_state(p: &[Part]) -> Option<&[Part]> {
+    let at = p.iter().rposition(is_state_part)?;
+    Some(&p[at + 1..])
+}
+
+/// Whether the argument is unnamed (`%arg3` or `arg3`).
+fn unnamed(name: &str) -> bool {
+    let n = name.trim_start_matches('%');
+    n.strip_prefix("arg").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Divides the weight-like arguments of a training step, given as (name, shape) in argument
+/// order, into parameters and their optimizer state (module docs). `copies` is how many
+/// tensors the optimizer keeps per parameter with its shape (AdamW 2, SGD with momentum 1):
+/// unnamed arguments are split only into exactly `1 + copies` equal runs, since a model's own
+/// layers repeat shapes too.
+#[must_use]
+pub fn split(args: &[(String, Vec<u64>)], copies: usize) -> StepArgs {
+    if let Some(s) = by_names(args) {
+        return s;
+    }
+    if let Some(s) = by_repetition(args, copies + 1) {
+        return s;
+    }
+    StepArgs { params: (0..args.len()).collect(), state: Vec::new(), by: None }
+}
+
+fn by_names(args: &[(String, Vec<u64>)]) -> Option<StepArgs> {
+    if args.iter().all(|(n, _)| unnamed(n)) {
+        return None;
+    }
+    let paths: Vec<Vec<Part>> = args.iter().map(|(n, _)| parts(n)).collect();
+    let (candidates, params): (Vec<usize>, Vec<usize>) =
+        (0..args.len()).partition(|&i| leaf_after_state(&paths[i]).is_some());
+    let mut state = Vec::new();
+    for &i in &candidates {
+        let Some(leaf) = leaf_after_state(&paths[i]).filter(|l| !l.is_empty()) else { continue };
+        // The parameter whose path ends with the moment's leaf path, with its shape. State of
+        // its own shape (a factored second moment, a counter) or of no parameter's path is in
+        // neither list.
+        let owner =
+            params.iter().copied().find(|&j| paths[j].ends_with(leaf) && args[j].1 == args[i].1);
+        if let Some(j) = owner {
+            state.push((i, j));
+        }
+    }
+    if state.is_empty() {
+        return None;
+    }
+    Some(StepArgs { params, state, by: Some("names") })
+}
+
+fn by_repetition(args: &[(String, Vec<u64>)], runs: usize) -> Option<StepArgs> {
+    let tensors: Vec<usize> = (0..args.len()).filter(|&i| !args[i].1.is_empty()).collect();
+    let len = tensors.len();
+    if runs < 2 || len == 0 || len % runs != 0 {
+        return None;
+    }
+    let n = len / runs;
+    let first = &tensors[..n];
+    let same = tensors
+        .chunks(n)
+        .skip(1)
+        .all(|c| c.iter().zip(first).all(|(&a, &b)| args[a].1 == args[b].1));
+    if !same {
+        return None;
+    }
+    let state = tensors
+        .chunks(n)
+        .skip(1)
+        .flat_map(|c| c.iter().zip(first).map(|(&a, &b)| (a, b)))
+        .collect();
+    Some(StepArgs { params: first.to_vec(), state, by: Some("repetition") })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn args(v: &[(&str, &[u64])]) -> Vec<(String, Vec<u64>)> {
+        v.iter().map(|(n, s)| ((*n).to_owned(), s.to_vec())).collect()
+    }
+
+    #[test]
+    fn jax_names_pair_each_moment_with_its_parameter() {
+        // As `jax.jit(step, donate_argnums=(0, 1, 2)).lower(p, mu, nu, ids)` names them.
+        let a = args(&[
+            ("p['fc.weight']", &[16, 16]),
+            ("p['wte.weight']", &[100, 16]),
+            ("mu['fc.weight']", &[16, 16]),
+            ("mu['wte.weight']", &[100, 16]),
+            ("nu['fc.weight']", &[16, 16]),
+            ("nu['wte.weight']", &[100, 16]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0, 1]);
+        assert_eq!(s.state, vec![(2, 0), (3, 1), (4, 0), (5, 1)]);
+        assert_eq!(s.by, Some("names"));
+    }
+
+    #[test]
+    fn optax_and_train_state_roots_are_state_and_counters_are_neither() {
+        let a = args(&[
+            ("state.params['Dense_0']['kernel']", &[4, 8]),
+            ("state.params['Dense_0']['bias']", &[8]),
+            ("state.opt_state[0].count", &[]),
+            ("state.opt_state[0].mu['Dense_0']['kernel']", &[4, 8]),
+            ("state.opt_state[0].mu['Dense_0']['bias']", &[8]),
+            ("state.opt_state[0].nu['Dense_0']['kernel']", &[4, 8]),
+            ("state.opt_state[0].nu['Dense_0']['bias']", &[8]),
+        ]);
+        let s = split(&a, 2);
+        // The counter is optimizer state of no parameter: in neither list.
+        assert_eq!(s.params, vec![0, 1]);
+        assert_eq!(s.state, vec![(3, 0), (4, 1), (5, 0), (6, 1)]);
+    }
+
+    #[test]
+    fn a_nested_optax_state_under_a_dict_key_finds_its_parameter() {
+        // As `jax.export` names `train_step(state, x, y)` with
+        // `state = {"params": ..., "batch_stats": ..., "opt": optax.adam(...).init(params)}`.
+        let a = args(&[
+            ("state['batch_stats']['BatchNorm_0']['mean']", &[64]),
+            ("state['opt'][0].count", &[]),
+            ("state['opt'][0].mu['BatchNorm_0']['scale']", &[64]),
+            ("state['opt'][0].mu['Conv_0']['kernel']", &[3, 3, 3, 64]),
+            ("state['opt'][0].nu['BatchNorm_0']['scale']", &[64]),
+            ("state['opt'][0].nu['Conv_0']['kernel']", &[3, 3, 3, 64]),
+            ("state['params']['BatchNorm_0']['scale']", &[64]),
+            ("state['params']['Conv_0']['kernel']", &[3, 3, 3, 64]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0, 6, 7]);
+        assert_eq!(s.state, vec![(2, 6), (3, 7), (4, 6), (5, 7)]);
+    }
+
+    #[test]
+    fn a_parameter_named_like_a_moment_stays_a_parameter() {
+        // `mu` and `v` inside the quoted path are modules (a value projection), not moments.
+        let a = args(&[("params['mu']['kernel']", &[4, 4]), ("params['v']['kernel']", &[4, 4])]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0, 1]);
+        assert!(s.state.is_empty());
+        assert_eq!(s.by, None);
+    }
+
+    #[test]
+    fn a_factored_moment_matches_no_parameter() {
+        let a = args(&[
+            ("p['w']", &[64, 32]),
+            ("opt_state.v_row['w']", &[64]),
+            ("opt_state.mu['w']", &[64, 32]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0]);
+        assert_eq!(s.state, vec![(2, 0)]);
+    }
+
+    #[test]
+    fn unnamed_arguments_split_by_repeated_shapes() {
+        let a = args(&[
+            ("%arg0", &[16, 16]),
+            ("%arg1", &[100, 16]),
+            ("%arg2", &[16, 16]),
+            ("%arg3", &[100, 16]),
+            ("%arg4", &[]),
+            ("%arg5", &[16, 16]),
+            ("%arg6", &[100, 16]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0, 1]);
+        assert_eq!(s.state, vec![(2, 0), (3, 1), (5, 0), (6, 1)]);
+        assert_eq!(s.by, Some("repetition"));
+        // No repetition: all parameters.
+        let b = args(&[("%arg0", &[16, 16]), ("%arg1", &[100, 16]), ("%arg2", &[16])]);
+        assert_eq!(split(&b, 2).params, vec![0, 1, 2]);
+        assert!(split(&b, 2).state.is_empty());
+        // Two identical layers under AdamW: three runs of two layers, not six of one.
+        let layer: [(&str, &[u64]); 2] = [("%arg0", &[8, 8]), ("%arg1", &[8, 8])];
+        let c = args(&layer.repeat(3));
+        let s = split(&c, 2);
+        assert_eq!(s.params, vec![0, 1]);
+        assert_eq!(s.state, vec![(2, 0), (3, 1), (4, 0), (5, 1)]);
+        // Without optimizer state (plain SGD) nothing is state.
+        assert!(split(&c, 0).state.is_empty());
+    }
+}
