@@ -167,7 +167,7 @@ fn by_names(args: &[(String, Vec<u64>)]) -> Option<StepArgs> {
 fn by_repetition(args: &[(String, Vec<u64>)], runs: usize) -> Option<StepArgs> {
     let tensors: Vec<usize> = (0..args.len()).filter(|&i| !args[i].1.is_empty()).collect();
     let len = tensors.len();
-    if runs < 2 || len == 0 || len % runs != 0 {
+    if runs < 2 || len == 0 || !len.is_multiple_of(runs) {
         return None;
     }
     let n = len / runs;
