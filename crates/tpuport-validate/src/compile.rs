@@ -318,7 +318,9 @@ fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) -> usize {
     // Meshes: name → ordered axes (name, size), from `sdy.mesh @name = <["x"=2, "y"=4]>`.
     let mut meshes: Vec<(String, Vec<(String, u64)>)> = Vec::new();
     for (k, v) in &model.metadata.properties {
-        if k != "mlir.module_op" || !v.contains("sdy.mesh") {
+        // A mesh with its own device order (`device_ids=[...]`) is not the row-major iota the
+        // rewrite writes: its constraints are left alone.
+        if k != "mlir.module_op" || !v.contains("sdy.mesh") || v.contains("device_ids") {
             continue;
         }
         let name = v

@@ -78,6 +78,8 @@ pub struct Memory {
     pub activations: u64,
     /// Activations with full rematerialisation (training).
     pub activations_remat: u64,
+    /// One copy of the logits (`b·s·vocab/t`), part of the activations.
+    pub logits: u64,
     /// Whether the total uses the rematerialised figure (training that does not fit without).
     pub remat: bool,
     /// FSDP working set. Training: the largest layer's weights gathered whole over the `fsdp`
@@ -136,10 +138,10 @@ fn bytes_of(dtype: DType, elements: u64) -> u64 {
 }
 
 /// Activation bytes per chip: (without remat, with full remat) for training, (working set,
-/// working set) for inference.
-fn activations(ctx: &Context<'_>, mesh: &Mesh) -> (u64, u64) {
+/// working set) for inference; and one copy of the logits.
+fn activations(ctx: &Context<'_>, mesh: &Mesh) -> (u64, u64, u64) {
     let d = ctx.dims;
-    let (Some(l), Some(h)) = (d.layers, d.hidden) else { return (0, 0) };
+    let (Some(l), Some(h)) = (d.layers, d.hidden) else { return (0, 0, 0) };
     let a = d.heads.unwrap_or((h / 64).max(1)) as f64;
     let split: u64 =
         batch_axes(mesh, ctx.batch).iter().map(|&ax| u64::from(mesh.size(ax))).product();
@@ -157,7 +159,7 @@ fn activations(ctx: &Context<'_>, mesh: &Mesh) -> (u64, u64) {
     if ctx.workload.is_training() {
         let full = lf * layer + 4.0 * logits;
         let remat = lf * s * b * hf * e + layer + 4.0 * logits;
-        (full as u64, remat as u64)
+        (full as u64, remat as u64, logits as u64)
     } else {
         // Inference keeps nothing for a backward pass: one layer's live set is the residual
         // (XLA fuses the norm into its consumers), q/k/v, the MLP's two intermediates and the
@@ -165,7 +167,7 @@ fn activations(ctx: &Context<'_>, mesh: &Mesh) -> (u64, u64) {
         let f = d.mlp.unwrap_or(4 * h) as f64;
         let live = s * b * (hf + 3.0 * hf / t + 2.0 * f / t) * e + b * (a / t) * s * s * e;
         let w = (live + logits) as u64;
-        (w, w)
+        (w, w, logits as u64)
     }
 }
 
@@ -335,7 +337,8 @@ pub(crate) fn score(
         matmul_params_per_chip +=
             (ctx.dims.vocab.unwrap_or(0) * ctx.dims.hidden.unwrap_or(0)) as f64 / tied_head_ways;
     }
-    let (act, act_remat) = activations(ctx, mesh);
+    let (act, act_remat, logits) = activations(ctx, mesh);
+    m.logits = logits;
     m.activations = act;
     m.activations_remat = if training { act_remat } else { act };
     m.budget = chip.hbm_budget().unwrap_or(0.0) as u64;

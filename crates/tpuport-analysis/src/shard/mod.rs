@@ -699,11 +699,23 @@ pub fn plan(
                 "the shortfall ({}) is smaller than the activations counted ({}): activations \
                  are counted as XLA:CPU keeps them, and in every training step measured with \
                  libtpu (docs/shard.md) the TPU compiler kept less, so this plan may fit on \
-                 the TPU; compile the step for the slice to know",
+                 the TPU; `--verify` on the exported training step settles it",
                 gib(shortfall),
                 gib(activations)
             ));
         }
+    }
+    // Logits larger than the chip's on-chip memory: libtpu wrote GPT-2's and BERT's (tied
+    // heads, batch 32 x 512) through an HBM temporary as large as the output, which the count
+    // does not have (docs/shard.md, measured at 1.36x and 1.22x the plan).
+    let logits = plan.chosen.memory.logits;
+    if !opts.workload.is_training() && logits > crate::memory::largest_on_chip_buffer(chip) {
+        plan.notes.push(format!(
+            "the logits take {} per chip, more than the chip's on-chip memory: libtpu has held \
+             a second copy that large in HBM for such outputs (tied heads), which this count \
+             leaves out; `--verify` on the exported forward pass gives the compiler's figure",
+            gib(logits)
+        ));
     }
     Ok(plan)
 }

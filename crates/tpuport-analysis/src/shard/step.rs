@@ -250,6 +250,26 @@ mod tests {
     }
 
     #[test]
+    fn flax_nnx_params_with_an_optax_state_pair_through_value_leaves() {
+        // `nnx.split(model, nnx.Param, ...)` params and `optax.adamw(...).init(params)`, as
+        // `jax.jit(step).lower(params, opt_state, ids).as_text(debug_info=True)` names them;
+        // `['value']` is a value projection, `.value` the variable's payload.
+        let a = args(&[
+            ("params['blocks'][0]['attn']['value']['kernel'].value", &[64, 4, 16]),
+            ("params['blocks'][1]['attn']['value']['kernel'].value", &[64, 4, 16]),
+            ("opt_state[0].count", &[]),
+            ("opt_state[0].mu['blocks'][0]['attn']['value']['kernel'].value", &[64, 4, 16]),
+            ("opt_state[0].mu['blocks'][1]['attn']['value']['kernel'].value", &[64, 4, 16]),
+            ("opt_state[0].nu['blocks'][0]['attn']['value']['kernel'].value", &[64, 4, 16]),
+            ("opt_state[0].nu['blocks'][1]['attn']['value']['kernel'].value", &[64, 4, 16]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0, 1]);
+        // Same shapes in both layers: the layer index in the path decides, not the shape.
+        assert_eq!(s.state, vec![(3, 0), (4, 1), (5, 0), (6, 1)]);
+    }
+
+    #[test]
     fn a_parameter_named_like_a_moment_stays_a_parameter() {
         // `mu` and `v` inside the quoted path are modules (a value projection), not moments.
         let a = args(&[("params['mu']['kernel']", &[4, 4]), ("params['v']['kernel']", &[4, 4])]);

@@ -275,3 +275,27 @@ fn emitted_code_carries_every_spec() {
     assert_eq!(js["mesh"]["shape"], serde_json::json!([1, 4, 2]));
     assert_eq!(js["params"].as_array().unwrap().len(), 291);
 }
+
+#[test]
+fn logits_larger_than_vmem_at_inference_say_the_count_may_miss_a_copy() {
+    // Llama-2-7B's head, vocabulary 32000, bf16 activations, data parallel on v5e-8 (128 MiB
+    // VMEM): 4 sequences x 512 per chip = 4 * 512 * 32000 * 2 B = 131,072,000 B = 125 MiB of
+    // logits (under VMEM); 8 x 512 per chip = 250 MiB (over).
+    let at = |batch| {
+        let o = ShardOptions {
+            workload: Workload::Infer,
+            batch: Some(batch),
+            seq: Some(512),
+            mesh: Some(Mesh::parse("data=8").unwrap()),
+            heads: Some(32),
+            ..ShardOptions::default()
+        };
+        run(&llama(), "v5e-8", &o).unwrap()
+    };
+    let small = at(32);
+    assert_eq!(small.chosen.memory.logits, 131_072_000);
+    assert!(!small.notes.iter().any(|n| n.contains("second copy")), "{:?}", small.notes);
+    let large = at(64);
+    assert_eq!(large.chosen.memory.logits, 262_144_000);
+    assert!(large.notes.iter().any(|n| n.contains("second copy")), "{:?}", large.notes);
+}

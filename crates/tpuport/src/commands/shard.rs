@@ -138,6 +138,9 @@ struct Params {
     state: Vec<(String, String)>,
     /// How the state was told apart (`names`, `repetition`).
     state_by: Option<&'static str>,
+    /// A StableHLO module's batch and sequence, read off its data arguments: its shapes are
+    /// fixed, so they are the plan's unless `--batch` / `--seq` say otherwise.
+    fixed: (Option<u64>, Option<u64>),
 }
 
 /// The parameters of a model: a StableHLO module's weight and state arguments (by the
@@ -165,8 +168,9 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Params> {
                 })
             })
             .collect();
+        let fixed = (roles.batch, roles.sequence);
         if !a.workload.is_training() {
-            return Ok(Params { params: args, state: Vec::new(), state_by: None });
+            return Ok(Params { params: args, state: Vec::new(), state_by: None, fixed });
         }
         let named: Vec<(String, Vec<u64>)> =
             args.iter().map(|p| (p.name.clone(), p.shape.clone())).collect();
@@ -178,7 +182,7 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Params> {
             .map(|&(s, p)| (args[s].name.clone(), args[p].name.clone()))
             .collect();
         let params = split.params.iter().map(|&i| args[i].clone()).collect();
-        return Ok(Params { params, state, state_by: split.by });
+        return Ok(Params { params, state, state_by: split.by, fixed });
     }
     // Tied tensors (a `.pt` state dict names GPT-2's `lm_head.weight` and `wte.weight` over
     // one storage) are one parameter: the first name is kept.
@@ -207,7 +211,7 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Params> {
             lookup_only: lookups.contains(&w.name),
         })
         .collect();
-    Ok(Params { params, state: Vec::new(), state_by: None })
+    Ok(Params { params, state: Vec::new(), state_by: None, fixed: (None, None) })
 }
 
 pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
@@ -244,7 +248,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         );
     }
     let imported = std::time::Instant::now();
-    let Params { params, state, state_by } = parameters(a, &model)?;
+    let Params { params, state, state_by, fixed } = parameters(a, &model)?;
     // `--verify` compiles tpuport's lowering of the model, whose weights and activations share
     // one dtype: bf16 when the parameters are asked in bf16, else f32. The plan counts the
     // same, so the two figures compare like with like.
@@ -258,8 +262,8 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     let opts = ShardOptions {
         workload: a.workload,
         optimizer: a.optimizer,
-        batch: a.batch,
-        seq: a.seq,
+        batch: a.batch.or(fixed.0),
+        seq: a.seq.or(fixed.1),
         strategy: a.strategy,
         mesh: a.mesh,
         param_dtype: if a.verify {
@@ -273,6 +277,17 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
     plan.look_wider(&params, &catalog.slices(chip), chip, &opts);
+    let from_module: Vec<String> =
+        [(a.batch.is_none(), fixed.0, "batch"), (a.seq.is_none(), fixed.1, "sequence")]
+            .iter()
+            .filter_map(|&(unset, v, what)| Some(format!("{what} {}", v.filter(|_| unset)?)))
+            .collect();
+    if !from_module.is_empty() {
+        plan.notes.push(format!(
+            "{} from the module's data arguments (its shapes are fixed; --batch / --seq override)",
+            from_module.join(" and ")
+        ));
+    }
     if let Some(by) = state_by {
         plan.notes.push(format!(
             "training step: {} arguments are optimizer state (told by their {by}), placed like \
