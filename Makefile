@@ -132,7 +132,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports deploy-venv deploy-tools
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports deploy-venv deploy-tools shard-verify-check
 	$(CARGO) test --workspace --locked
 	@lib=$${TPUPORT_LIBTPU:-$(LIBTPU_SO)}; test -n "$$lib" || echo "$(LIBTPU_NONE)"
 
@@ -197,11 +197,20 @@ shard-proof: venv venv-xla build
 	$(VENV_XLA)/bin/python scripts/shard_proof_torch_xla.py --tpuport ./target/release/tpuport
 	$(VPY) scripts/bench_shard.py --tpuport ./target/release/tpuport
 
-# The same JAX proof compiled by libtpu for a v5e:2x4 topology (no TPU needed). About 10 minutes.
-# Exits 1 today: the plan over-estimates training memory on TPU by 1.3-2x (docs/shard.md).
-.PHONY: shard-proof-tpu
+# The same JAX proof compiled by libtpu for a v5e:2x4 topology (no TPU needed): JAX compiles the
+# emitted plan itself, and `tpuport shard --verify` gets the same step exported unsharded; exit 1
+# when the two per-chip figures differ by more than 10 % (the count is printed beside them).
+# About 10 minutes.
+.PHONY: shard-proof-tpu shard-verify-check
 shard-proof-tpu: venv build libtpu
 	$(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+
+# Its quick part for `make test`: GPT-2 (2 layers), one training and one inference step.
+shard-verify-check: venv build libtpu
+	@lib="$(LIBTPU_SO)"; if [ -n "$$lib" ]; then \
+	  $(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$$lib" --quick --only gpt2 --layers 2 2>&1 \
+	    | grep -vE '^(WARNING|[IWE][0-9]{4} )'; test $${PIPESTATUS[0]} -eq 0; \
+	else echo "shard-verify-check: no libtpu, skipped"; fi
 
 # `tpuport profile` on a 1 GB synthetic trace vs Python's json.load of the same file.
 bench-profile: venv build

@@ -705,15 +705,17 @@ pub fn plan(
             ));
         }
     }
-    // Logits larger than the chip's on-chip memory: libtpu wrote GPT-2's and BERT's (tied
-    // heads, batch 32 x 512) through an HBM temporary as large as the output, which the count
-    // does not have (docs/shard.md, measured at 1.36x and 1.22x the plan).
+    // Logits larger than the chip's on-chip memory: libtpu wrote GPT-2's and BERT's (batch 32
+    // x 512, data parallel) and Llama's (tensor parallel) through an HBM temporary as large as
+    // the output, which the count does not have (docs/shard.md: 1.36x and 1.22x the count);
+    // Llama's data-parallel step did not, so the count is not changed.
     let logits = plan.chosen.memory.logits;
     if !opts.workload.is_training() && logits > crate::memory::largest_on_chip_buffer(chip) {
         plan.notes.push(format!(
             "the logits take {} per chip, more than the chip's on-chip memory: libtpu has held \
-             a second copy that large in HBM for such outputs (tied heads), which this count \
-             leaves out; `--verify` on the exported forward pass gives the compiler's figure",
+             a second copy that large in HBM for such outputs (GPT-2, BERT, a Llama TP step), \
+             which this count leaves out; `--verify` on the exported forward pass gives the \
+             compiler's figure",
             gib(logits)
         ));
     }
