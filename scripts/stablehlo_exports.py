@@ -10,6 +10,8 @@ structure (tiny widths where noted: the structure is the real one, the export st
   kerashub_gpt2      keras_hub GPT2CausalLM (2 layers, width 64, vocab 1000), token ids [2, 32]
                      + padding mask; the output projection is the token embedding (tied)
   kerashub_gemma     keras_hub GemmaCausalLM in bf16 (2 layers, GQA, vocab 1000), token ids [2, 32]
+  kerashub_gpt2_train  the GPT-2 above in the Keras JAX guide's training step (AdamW,
+                     `train_step(state, tokens, mask)`, state = three variable lists, donated)
   flax_resnet18      a Flax linen ResNet-18 (BatchNorm statistics as `batch_stats`), image
                      [2, 64, 64, 3]
   nnx_transformer    a Flax NNX decoder (2 blocks, width 64, vocab 512, tied embedding),
@@ -139,6 +141,40 @@ def keras_lm(out, name, backbone, lm_cls, dtype):
            keras_meta(lm, batch=2, sequence=32, tied=True, dtype=dtype))
 
 
+def keras_lm_train(out, name, lm):
+    """The training step of Keras's "training loop from scratch in JAX" guide for a causal LM:
+    `train_step(state, tokens, mask)` with `state = (trainable, non_trainable, optimizer
+    variables)`, AdamW through `stateless_apply`, the state donated. Its arguments are list
+    items (`params[2][5]`): the optimizer's moments are told from the weights by their order."""
+    import keras
+
+    opt = keras.optimizers.AdamW(1e-3)
+    opt.build(lm.trainable_variables)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 1000, size=(2, 33)).astype(np.int32)
+    mask = np.ones((2, 32), dtype=np.int32)
+
+    def train_step(state, tokens, mask):
+        tv, ntv, ov = state
+
+        def loss(tv):
+            x = {"token_ids": tokens[:, :-1], "padding_mask": mask}
+            logits, ntv2 = lm.stateless_call(tv, ntv, x, training=True)
+            return loss_fn(tokens[:, 1:], logits), ntv2
+
+        (value, ntv2), grads = jax.value_and_grad(loss, has_aux=True)(tv)
+        tv2, ov2 = opt.stateless_apply(ov, grads, tv)
+        return (tv2, ntv2, ov2), value
+
+    state = ([v.value for v in lm.trainable_variables], [v.value for v in lm.non_trainable_variables],
+             [v.value for v in opt.variables])
+    export(out, name, train_step, state, (tokens, mask),
+           keras_meta(lm, batch=2, sequence=32, tied=True, dtype="f32", train=True,
+                      optimizer_variables=[[v.path, list(v.shape)] for v in opt.variables]),
+           donate=True)
+
+
 def kerashub(out):
     import keras
     import keras_hub
@@ -147,6 +183,7 @@ def kerashub(out):
     gpt2 = keras_hub.models.GPT2Backbone(vocabulary_size=1000, num_layers=2, num_heads=4, hidden_dim=64,
                                          intermediate_dim=256, max_sequence_length=64)
     keras_lm(out, "kerashub_gpt2", gpt2, keras_hub.models.GPT2CausalLM, "f32")
+    keras_lm_train(out, "kerashub_gpt2_train", keras_hub.models.GPT2CausalLM(backbone=gpt2, preprocessor=None))
     gemma = keras_hub.models.GemmaBackbone(vocabulary_size=1000, num_layers=2, num_query_heads=4,
                                            num_key_value_heads=1, hidden_dim=64, intermediate_dim=256,
                                            head_dim=16, dtype="bfloat16")

@@ -43,6 +43,9 @@
 //!   (the count Flax gives), each of Adam's two moments is paired with its parameter, and
 //!   with libtpu `--verify` compiles the step over 8 devices with nothing the plan does not
 //!   account for but the batch statistics and Adam's step counter;
+//! - the same for Keras: keras-hub's GPT-2 in the Keras JAX guide's training step, whose
+//!   arguments are list items with no paths; its AdamW moments (interleaved per weight, after
+//!   the iteration and learning rate) are paired by order, the parameter count is Keras's;
 //! - `--verify` on a model no one here exported: silero-vad's 16 kHz LSTM as its PyPI wheel
 //!   ships it (`make recurrent-models`). Its `input` is `[batch, sequence]`, and the sequence
 //!   default (2048 samples) is not a length the model takes, so `--input-shape` binds it; the
@@ -426,6 +429,48 @@ fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
     let whole = 3 * 4 * meta["params"].as_u64().unwrap();
     let args = ver["compiler_bytes"].as_u64().unwrap();
     assert!(args < whole, "{ver} vs {whole}");
+}
+
+#[test]
+fn a_keras_guide_training_step_pairs_moments_by_order() {
+    // keras-hub GPT-2 in the Keras JAX guide's `train_step(state, tokens, mask)`: the
+    // arguments are list items (`params[0][5]` weights, `params[2][7]` AdamW's variables:
+    // iteration, learning rate, then each weight's momentum and velocity in turn).
+    let dir = exports().join("kerashub_gpt2_train");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let train = ["--slice", "v5e-8", "--workload", "train"];
+    let v = plan_json(&dir, "export.mlir", &train);
+    assert_eq!(v["model"]["params"], meta["params"], "{}", v["model"]);
+    let moments = meta["optimizer_variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| !o[1].as_array().unwrap().is_empty())
+        .count();
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "training step: {moments} arguments are optimizer state (told by their order)"
+        )),
+        "{moments}: {notes}"
+    );
+    let Some(lib) = tpuport_testkit::libtpu("a_keras_guide_training_step_pairs_moments_by_order")
+    else {
+        return;
+    };
+    let lib = lib.to_str().unwrap().to_owned();
+    let v = plan_json(&dir, "export.mlir", &[&train[..], &["--verify", "--plugin", &lib]].concat());
+    let ver = &v["verified"];
+    assert_eq!(ver["fits"], true, "{ver}");
+    // Not planned: the optimizer's iteration and learning rate, and the model's non-trainable
+    // list (dropout seeds); never a weight (`state[0]`) or a moment.
+    let unplanned: Vec<&str> =
+        ver["unplanned"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(unplanned.contains(&"state[2][0]") && unplanned.contains(&"state[2][1]"), "{ver}");
+    for n in &unplanned {
+        assert!(n.starts_with("state[1][") || ["state[2][0]", "state[2][1]"].contains(n), "{ver}");
+    }
 }
 
 #[test]

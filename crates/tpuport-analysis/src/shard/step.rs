@@ -7,7 +7,7 @@
 //! The plan shards the parameters; each state tensor must be placed exactly like its
 //! parameter, and is not a parameter itself (counting it would triple the weights).
 //!
-//! Two ways to tell them apart, in this order:
+//! Three ways to tell them apart, in this order:
 //!
 //! 1. **Names.** JAX names an argument by its path in the call's arguments:
 //!    `p['model.embed_tokens.weight']`, `mu['model.embed_tokens.weight']`,
@@ -18,7 +18,13 @@
 //!    root or attribute, [`STATE_KEYS`] also as a quoted key) is state; the components after
 //!    the last such word are its *leaf path*, and the parameter whose path ends with that leaf
 //!    path and has the same shape is the one it belongs to.
-//! 2. **Repetition.** Without names (`%argN`), JAX still flattens `(params, mu, nu, batch)` in
+//! 2. **Order within lists.** Keras 3's stateless step names list items only
+//!    (`trainable[0]`, `opt_vars[4]`, or `state[2][4]` for the Keras guide's state tuple).
+//!    When one list holds `copies` tensors per tensor of an
+//!    earlier list, shaped like them in build order (Keras interleaves `m0, v0, m1, v1`;
+//!    otherwise blocked `m0, m1, v0, v1`), the first list is the parameters; other lists
+//!    (the model's non-trainable variables) are neither.
+//! 3. **Repetition.** Without names (`%argN`), JAX still flattens `(params, mu, nu, batch)` in
 //!    that order, each optimizer tree shaped like the parameters: when the non-scalar weight
 //!    arguments are k ≥ 2 copies of the same sequence of shapes, the first copy is the
 //!    parameters and copy j's i-th argument is the state of parameter i.
@@ -133,10 +139,65 @@ pub fn split(args: &[(String, Vec<u64>)], copies: usize) -> StepArgs {
     if let Some(s) = by_names(args) {
         return s;
     }
+    if let Some(s) = by_lists(args, copies) {
+        return s;
+    }
     if let Some(s) = by_repetition(args, copies + 1) {
         return s;
     }
     StepArgs { params: (0..args.len()).collect(), state: Vec::new(), by: None }
+}
+
+/// Keras 3's stateless training step passes lists (`trainable[0]`, `opt_vars[4]`): no paths
+/// to match, but each list is an ordered group named by its root. When one group's tensors are
+/// `copies` per tensor of an earlier group, in the order the optimizer built them (Keras:
+/// interleaved, `m0, v0, m1, v1, …`; else blocked, `m0, m1, …, v0, v1, …`), the first group
+/// is the parameters and the second their state. Scalars (Keras' iteration count and
+/// learning rate) belong to neither.
+fn by_lists(args: &[(String, Vec<u64>)], copies: usize) -> Option<StepArgs> {
+    if copies == 0 || args.iter().any(|(n, _)| unnamed(n)) {
+        return None;
+    }
+    // Lists, in order of first appearance: (the path without its last index, indices of the
+    // tensors in it). `trainable[3]` is item 3 of `trainable`, `state[2][5]` item 5 of
+    // `state[2]` (the Keras guide's `(trainable, non_trainable, optimizer, metrics)` tuple).
+    let mut groups: Vec<(Vec<Part>, Vec<usize>)> = Vec::new();
+    for (i, (name, shape)) in args.iter().enumerate() {
+        let mut path = parts(name);
+        let indexed = path.last().is_some_and(|(t, q)| !q && t.bytes().all(|b| b.is_ascii_digit()));
+        if shape.is_empty() || !indexed {
+            continue;
+        }
+        path.pop();
+        match groups.iter_mut().find(|(r, _)| *r == path) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((path, vec![i])),
+        }
+    }
+    let shape = |i: usize| &args[i].1;
+    for (g, (_, params)) in groups.iter().enumerate() {
+        for (_, state) in &groups[g + 1..] {
+            if state.len() != copies * params.len() {
+                continue;
+            }
+            let n = params.len();
+            let interleaved = |k: usize| params[k / copies];
+            let blocked = |k: usize| params[k % n];
+            for owner in [&interleaved as &dyn Fn(usize) -> usize, &blocked] {
+                if state.iter().enumerate().all(|(k, &i)| shape(i) == shape(owner(k))) {
+                    let pairs = state.iter().enumerate().map(|(k, &i)| (i, owner(k))).collect();
+                    // The other lists (a Keras model's non-trainable variables: seeds, batch
+                    // statistics) carry no names to tell what they are: not parameters.
+                    return Some(StepArgs {
+                        params: params.clone(),
+                        state: pairs,
+                        by: Some("order"),
+                    });
+                }
+            }
+        }
+    }
+    None
 }
 
 fn by_names(args: &[(String, Vec<u64>)]) -> Option<StepArgs> {
@@ -267,6 +328,63 @@ mod tests {
         assert_eq!(s.params, vec![0, 1]);
         // Same shapes in both layers: the layer index in the path decides, not the shape.
         assert_eq!(s.state, vec![(3, 0), (4, 1), (5, 0), (6, 1)]);
+    }
+
+    #[test]
+    fn keras_lists_pair_interleaved_moments_in_build_order() {
+        // `jax.jit(train_step).lower(trainable, non_trainable, opt_vars, x, y)` of a Keras 3
+        // model with `keras.optimizers.AdamW`: opt_vars are the iteration, the learning rate,
+        // then each variable's momentum and velocity in turn.
+        let a = args(&[
+            ("trainable[0]", &[16, 32]),
+            ("trainable[1]", &[32]),
+            ("trainable[2]", &[32, 4]),
+            ("trainable[3]", &[4]),
+            ("opt_vars[0]", &[]),
+            ("opt_vars[1]", &[]),
+            ("opt_vars[2]", &[16, 32]),
+            ("opt_vars[3]", &[16, 32]),
+            ("opt_vars[4]", &[32]),
+            ("opt_vars[5]", &[32]),
+            ("opt_vars[6]", &[32, 4]),
+            ("opt_vars[7]", &[32, 4]),
+            ("opt_vars[8]", &[4]),
+            ("opt_vars[9]", &[4]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.params, vec![0, 1, 2, 3]);
+        assert_eq!(
+            s.state,
+            vec![(6, 0), (7, 0), (8, 1), (9, 1), (10, 2), (11, 2), (12, 3), (13, 3)]
+        );
+        assert_eq!(s.by, Some("order"));
+        // Same shapes in the blocked order (m0, m1, v0, v1) where interleaving does not fit.
+        let b = args(&[
+            ("w[0]", &[8, 8]),
+            ("w[1]", &[8]),
+            ("s[0]", &[8, 8]),
+            ("s[1]", &[8]),
+            ("s[2]", &[8, 8]),
+            ("s[3]", &[8]),
+        ]);
+        assert_eq!(split(&b, 2).state, vec![(2, 0), (3, 1), (4, 0), (5, 1)]);
+        // A list that is not `copies` per parameter is no state.
+        assert!(split(&b[..4], 2).state.is_empty());
+        // The Keras guide's `train_step(state, data)`, `state = (trainable, non_trainable,
+        // optimizer_variables, metrics)`: lists one level down.
+        let c = args(&[
+            ("state[0][0]", &[16, 32]),
+            ("state[0][1]", &[32]),
+            ("state[2][0]", &[]),
+            ("state[2][1]", &[16, 32]),
+            ("state[2][2]", &[16, 32]),
+            ("state[2][3]", &[32]),
+            ("state[2][4]", &[32]),
+            ("state[3][0]", &[]),
+        ]);
+        let s = split(&c, 2);
+        assert_eq!(s.params, vec![0, 1]);
+        assert_eq!(s.state, vec![(3, 0), (4, 0), (5, 1), (6, 1)]);
     }
 
     #[test]
