@@ -152,16 +152,16 @@ def keras_lm_train(out, name, lm):
     opt.build(lm.trainable_variables)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     rng = np.random.default_rng(0)
-    tokens = rng.integers(0, 1000, size=(2, 33)).astype(np.int32)
+    tokens = rng.integers(0, 1000, size=(2, 32)).astype(np.int32)
     mask = np.ones((2, 32), dtype=np.int32)
 
     def train_step(state, tokens, mask):
         tv, ntv, ov = state
 
         def loss(tv):
-            x = {"token_ids": tokens[:, :-1], "padding_mask": mask}
+            x = {"token_ids": tokens, "padding_mask": mask}
             logits, ntv2 = lm.stateless_call(tv, ntv, x, training=True)
-            return loss_fn(tokens[:, 1:], logits), ntv2
+            return loss_fn(tokens[:, 1:], logits[:, :-1]), ntv2
 
         (value, ntv2), grads = jax.value_and_grad(loss, has_aux=True)(tv)
         tv2, ov2 = opt.stateless_apply(ov, grads, tv)
@@ -169,10 +169,13 @@ def keras_lm_train(out, name, lm):
 
     state = ([v.value for v in lm.trainable_variables], [v.value for v in lm.non_trainable_variables],
              [v.value for v in opt.variables])
-    export(out, name, train_step, state, (tokens, mask),
-           keras_meta(lm, batch=2, sequence=32, tied=True, dtype="f32", train=True,
-                      optimizer_variables=[[v.path, list(v.shape)] for v in opt.variables]),
-           donate=True)
+    meta = keras_meta(lm, batch=2, sequence=32, tied=True, dtype="f32", train=True,
+                      optimizer_variables=[[v.path, list(v.shape)] for v in opt.variables])
+    # State as the step carries it: the model's non-trainable variables and every optimizer
+    # variable (Keras's count_params() counts the model only).
+    meta["state"] += int(sum(np.prod(v.shape) for v in opt.variables))
+    del meta["count_params"]
+    export(out, name, train_step, state, (tokens, mask), meta, donate=True)
 
 
 def kerashub(out):

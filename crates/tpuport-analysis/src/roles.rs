@@ -14,7 +14,7 @@
 //!    `kernel`/`bias`/`embedding`/… leaves are weights, `x`/`tokens`/`input_ids`/… are data.
 //! 4. [`rule_aliasing`]: `tf.aliasing_output` (a donated buffer updated in place) marks state,
 //!    unless the argument is also a matmul / convolution weight (a training step's
-//!    parameters).
+//!    parameters) and is not returned unchanged (Keras's learning rate).
 //! 5. [`rule_weight_side`]: the weight side of a dot (right-hand operand) or a convolution
 //!    (kernel), through converts, reshapes, transposes, slices and calls.
 //! 6. [`rule_gather_table`]: the table a `gather` reads rows of (an embedding).
@@ -481,6 +481,8 @@ struct Cand<'a> {
     shape: Option<Vec<u64>>,
     uses: Vec<Use>,
     attrs: Vec<(&'a str, &'a Attr)>,
+    /// Returned as it came in (a result is the argument itself): nothing updates it.
+    passthrough: bool,
     decided: Option<(Role, Rule)>,
 }
 
@@ -685,7 +687,10 @@ fn arg_name(g: &Graph, i: usize) -> Option<String> {
 /// bias, a norm scale): a training step donating its parameters.
 fn rule_aliasing(c: &Cand<'_>) -> Option<Role> {
     c.attr("tf.aliasing_output")?;
-    let param = c.used_as(DOTS, 1) || c.used_as(CONVS, 1) || rule_broadcast(c).is_some();
+    // Donated and returned unchanged is carried, not trained: Keras passes its optimizer's
+    // learning rate this way, a float scalar broadcast onto every update.
+    let param = !c.passthrough
+        && (c.used_as(DOTS, 1) || c.used_as(CONVS, 1) || rule_broadcast(c).is_some());
     Some(if param { Role::Weight } else { Role::State })
 }
 
@@ -805,6 +810,7 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             shape: val.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed),
             uses: if onnx { Vec::new() } else { readers.uses(g, *v, &args) },
             attrs,
+            passthrough: g.outputs.contains(v),
             decided: None,
         });
     }

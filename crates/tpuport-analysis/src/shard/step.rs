@@ -75,7 +75,8 @@ pub struct StepArgs {
     pub params: Vec<usize>,
     /// (state argument, its parameter) index pairs.
     pub state: Vec<(usize, usize)>,
-    /// How the state was recognised: `names` or `repetition`; `None` when there is none.
+    /// How the state was recognised: `names`, `order` (lists) or `repetition`; `None` when
+    /// there is none.
     pub by: Option<&'static str>,
 }
 
@@ -149,11 +150,11 @@ pub fn split(args: &[(String, Vec<u64>)], copies: usize) -> StepArgs {
 }
 
 /// Keras 3's stateless training step passes lists (`trainable[0]`, `opt_vars[4]`): no paths
-/// to match, but each list is an ordered group named by its root. When one group's tensors are
+/// to match, but the items of each list share its path. When one list's tensors are
 /// `copies` per tensor of an earlier group, in the order the optimizer built them (Keras:
-/// interleaved, `m0, v0, m1, v1, …`; else blocked, `m0, m1, …, v0, v1, …`), the first group
-/// is the parameters and the second their state. Scalars (Keras' iteration count and
-/// learning rate) belong to neither.
+/// interleaved, `m0, v0, m1, v1, …`; else blocked, `m0, m1, …, v0, v1, …`), the earlier list
+/// is the parameters and the later one their state. Scalars (Keras' iteration count and
+/// learning rate) and the other lists belong to neither.
 fn by_lists(args: &[(String, Vec<u64>)], copies: usize) -> Option<StepArgs> {
     if copies == 0 || args.iter().any(|(n, _)| unnamed(n)) {
         return None;
