@@ -17,6 +17,12 @@ reduced layer count, this script:
    formula MaxText uses) with the plan's per-chip total (without tiling padding: XLA:CPU
    does not tile), and prints the ratio.
 
+With `--libtpu LIBTPU.so` the steps compile for a v5e:2x4 topology with the TPU compiler
+instead (no TPU needed), and each step is also exported unsharded (`as_text(debug_info=True)`,
+JAX's default Shardy constraints from `constrain()` inside) and given to `tpuport shard STEP
+--workload W --mesh M --verify`; its per-chip figure is compared with JAX's compile of the
+emitted plan, and the count is printed beside it.
+
 Exit status 1 when a case is off by more than --tolerance (default 10 %).
 
 Usage: XLA_FLAGS is set here (8 host devices) before JAX starts.
