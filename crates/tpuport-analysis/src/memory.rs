@@ -734,9 +734,21 @@ pub fn analyze_with_roles(
     report
 }
 
-/// Mesh axis sizes from the module's `sdy.mesh` op text (`#sdy.mesh<["x"=8, "y"=2]>`).
-fn mesh_axes(model: &Model) -> HashMap<String, u64> {
-    let mut out = HashMap::new();
+/// One Shardy mesh of a module (`sdy.mesh @name = <["x"=8, "y"=2]>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SdyMesh {
+    /// The symbol (`mesh`).
+    pub name: String,
+    /// Axis names and sizes, in order: devices are numbered row-major over them.
+    pub axes: Vec<(String, u64)>,
+    /// The mesh lists its own device order (`device_ids=[...]`), not the row-major one.
+    pub device_ids: bool,
+}
+
+/// The module's Shardy meshes, from its `sdy.mesh` op texts.
+#[must_use]
+pub fn sdy_meshes(model: &Model) -> Vec<SdyMesh> {
+    let mut out = Vec::new();
     for (k, v) in &model.metadata.properties {
         if k != "mlir.module_op" || !v.contains("sdy.mesh") {
             continue;
@@ -744,16 +756,27 @@ fn mesh_axes(model: &Model) -> HashMap<String, u64> {
         let Some(start) = v.find("#sdy.mesh<[") else { continue };
         let rest = &v[start + 11..];
         let body = &rest[..rest.find(']').unwrap_or(rest.len())];
-        for item in body.split(',') {
-            if let Some((name, size)) = item.split_once('=') {
-                let name = name.trim().trim_matches('"').to_owned();
-                if let Ok(n) = size.trim().parse::<u64>() {
-                    out.insert(name, n);
-                }
-            }
-        }
+        let axes = body
+            .split(',')
+            .filter_map(|item| {
+                let (name, size) = item.split_once('=')?;
+                Some((name.trim().trim_matches('"').to_owned(), size.trim().parse().ok()?))
+            })
+            .collect();
+        let name = v
+            .split("sym_name = \"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("mesh")
+            .to_owned();
+        out.push(SdyMesh { name, axes, device_ids: v.contains("device_ids") });
     }
     out
+}
+
+/// Mesh axis sizes by name, over all of the module's Shardy meshes.
+fn mesh_axes(model: &Model) -> HashMap<String, u64> {
+    sdy_meshes(model).into_iter().flat_map(|m| m.axes).collect()
 }
 
 /// How many pieces each dimension is split into, from a sharding annotation; `None` when

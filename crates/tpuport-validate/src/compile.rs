@@ -310,46 +310,21 @@ impl Placement {
 
 /// Rewrites each Shardy `sdy.sharding_constraint` of `model` (JAX's default spelling of
 /// `with_sharding_constraint` since 0.7) as the GSPMD `custom_call @Sharding` it means, so a
-/// step's activation pins survive the GSPMD compile `--verify` uses. Returns how many were
-/// rewritten; a constraint this cannot read (sub-axes, open dimensions, an unknown mesh) is
-/// left as it is, and then every Shardy annotation is dropped by the placement.
-fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) -> usize {
+/// step's activation pins survive the GSPMD compile `--verify` uses. A constraint this cannot
+/// read (sub-axes, open dimensions, an unknown mesh) is left as it is, and then every Shardy
+/// annotation is dropped by the placement.
+fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) {
     use tpuport_model::Attr;
-    // Meshes: name → ordered axes (name, size), from `sdy.mesh @name = <["x"=2, "y"=4]>`.
-    let mut meshes: Vec<(String, Vec<(String, u64)>)> = Vec::new();
-    for (k, v) in &model.metadata.properties {
-        // A mesh with its own device order (`device_ids=[...]`) is not the row-major iota the
-        // rewrite writes: its constraints are left alone.
-        if k != "mlir.module_op" || !v.contains("sdy.mesh") || v.contains("device_ids") {
-            continue;
-        }
-        let name = v
-            .split("sym_name = \"")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .unwrap_or("mesh")
-            .to_owned();
-        let Some(body) = v.split("#sdy.mesh<[").nth(1).and_then(|r| r.split(']').next()) else {
-            continue;
-        };
-        let axes: Option<Vec<(String, u64)>> = body
-            .split(',')
-            .filter(|a| !a.trim().is_empty())
-            .map(|a| {
-                let (n, size) = a.split_once('=')?;
-                Some((n.trim().trim_matches('"').to_owned(), size.trim().parse().ok()?))
-            })
-            .collect();
-        if let Some(axes) = axes {
-            meshes.push((name, axes));
-        }
-    }
+    // A mesh with its own device order is not the row-major iota the rewrite writes: its
+    // constraints are left alone.
+    let meshes: Vec<_> =
+        tpuport_analysis::memory::sdy_meshes(model).into_iter().filter(|m| !m.device_ids).collect();
     // `#sdy.sharding<@mesh, [{"data"}, {}, {}]>` → the GSPMD text, when every dimension is a
     // closed list of whole axes.
     let gspmd = |text: &str| -> Option<String> {
         let rest = text.split_once('@')?.1;
         let (mesh, rest) = rest.split_once(',')?;
-        let axes = &meshes.iter().find(|(n, _)| n == mesh.trim())?.1;
+        let axes = &meshes.iter().find(|m| m.name == mesh.trim())?.axes;
         let body = rest.split_once('[')?.1;
         let body = &body[..body.rfind(']')?];
         let mut dims = Vec::new();
@@ -365,7 +340,6 @@ fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) -> usize {
         let sizes: Vec<u64> = axes.iter().map(|(_, n)| *n).collect();
         Some(tpuport_analysis::shard::gspmd::iota_sharding(&dims, &sizes))
     };
-    let mut done = 0;
     let graphs = std::iter::once(&mut model.graph).chain(model.functions.iter_mut());
     for g in graphs {
         for node in &mut g.nodes {
@@ -383,10 +357,8 @@ fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) -> usize {
             node.attrs.push(("call_target_name".into(), Attr::Str("Sharding".into())));
             node.attrs.push(("backend_config".into(), Attr::Str(String::new())));
             node.attrs.push(("mhlo.sharding".into(), Attr::Str(sharding)));
-            done += 1;
         }
     }
-    done
 }
 
 /// Result index → sharding for the results that placed arguments are donated to: an explicit

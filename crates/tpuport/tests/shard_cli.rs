@@ -381,14 +381,22 @@ fn verify_compiles_the_plan_on_the_onnx_program_with_libtpu() {
     assert_eq!(ver["plan_bytes"], v["chosen"]["memory"]["total"], "{ver}");
 }
 
-#[test]
-fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
-    let dir = exports().join("flax_resnet18_train");
+/// A training-step export's folder, its `meta.json`, and its `--workload train` plan on
+/// v5e-8, whose parameter count must be the framework's.
+fn train_step_plan(name: &str) -> (PathBuf, serde_json::Value, serde_json::Value) {
+    let dir = exports().join(name);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
-    let train = ["--slice", "v5e-8", "--workload", "train"];
-    let v = plan_json(&dir, "export.mlir", &train);
-    assert_eq!(v["model"]["params"], meta["params"], "{}", v["model"]);
+    let v = plan_json(&dir, "export.mlir", &TRAIN_STEP);
+    assert_eq!(v["model"]["params"], meta["params"], "{name}: {}", v["model"]);
+    (dir, meta, v)
+}
+
+const TRAIN_STEP: [&str; 4] = ["--slice", "v5e-8", "--workload", "train"];
+
+#[test]
+fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
+    let (dir, meta, v) = train_step_plan("flax_resnet18_train");
     let names: Vec<&str> =
         v["params"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert!(names.iter().all(|n| !n.contains("'opt'")), "{names:?}");
@@ -415,7 +423,7 @@ fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
     let v = plan_json(
         &dir,
         "export.mlir",
-        &[&train[..], &["--mesh", "data=2,fsdp=4", "--verify", "--plugin", &lib]].concat(),
+        &[&TRAIN_STEP[..], &["--mesh", "data=2,fsdp=4", "--verify", "--plugin", &lib]].concat(),
     );
     let ver = &v["verified"];
     assert_eq!(ver["fits"], true, "{ver}");
@@ -434,14 +442,9 @@ fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
 #[test]
 fn a_keras_guide_training_step_pairs_moments_by_order() {
     // keras-hub GPT-2 in the Keras JAX guide's `train_step(state, tokens, mask)`: the
-    // arguments are list items (`params[0][5]` weights, `params[2][7]` AdamW's variables:
+    // arguments are list items (`state[0][5]` weights, `state[2][7]` AdamW's variables:
     // iteration, learning rate, then each weight's momentum and velocity in turn).
-    let dir = exports().join("kerashub_gpt2_train");
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
-    let train = ["--slice", "v5e-8", "--workload", "train"];
-    let v = plan_json(&dir, "export.mlir", &train);
-    assert_eq!(v["model"]["params"], meta["params"], "{}", v["model"]);
+    let (dir, meta, v) = train_step_plan("kerashub_gpt2_train");
     let moments = meta["optimizer_variables"]
         .as_array()
         .unwrap()
@@ -460,7 +463,11 @@ fn a_keras_guide_training_step_pairs_moments_by_order() {
         return;
     };
     let lib = lib.to_str().unwrap().to_owned();
-    let v = plan_json(&dir, "export.mlir", &[&train[..], &["--verify", "--plugin", &lib]].concat());
+    let v = plan_json(
+        &dir,
+        "export.mlir",
+        &[&TRAIN_STEP[..], &["--verify", "--plugin", &lib]].concat(),
+    );
     let ver = &v["verified"];
     assert_eq!(ver["fits"], true, "{ver}");
     // Not planned: the optimizer's iteration and learning rate, and the model's non-trainable
