@@ -164,28 +164,28 @@ demo: fixtures build
 LIBTPU_SO = $$(ls .cache/libtpu/*/libtpu/libtpu.so 2>/dev/null | head -n1)
 
 bench: fixtures build libtpu
-	$(VPY) scripts/bench_inspect.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
-	$(VPY) scripts/bench_pjrt.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
-	$(VPY) scripts/bench_lint.py --tpuport ./target/release/tpuport
-	$(VPY) scripts/bench_port.py --tpuport ./target/release/tpuport
-	$(VPY) scripts/bench_lower.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
-	$(VPY) scripts/bench_batch.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
-	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
-	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
-	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport
-	$(VPY) scripts/bench_shard.py --tpuport ./target/release/tpuport
+	$(VPY) scripts/bench_inspect.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_pjrt.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_lint.py --tpuport $(TPUPORT)
+	$(VPY) scripts/bench_port.py --tpuport $(TPUPORT)
+	$(VPY) scripts/bench_lower.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_batch.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_audit.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_compile.py --tpuport $(TPUPORT) --libtpu "$(LIBTPU_SO)"
+	$(VPY) scripts/bench_profile.py --tpuport $(TPUPORT)
+	$(VPY) scripts/bench_shard.py --tpuport $(TPUPORT)
 	$(MAKE) --no-print-directory bench-serve
 
 # `tpuport compile` (libtpu AOT for v5e-8) vs JAX's topology + lower().compile(), same module.
 bench-compile: venv build libtpu
-	$(VPY) scripts/bench_compile.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+	$(VPY) scripts/bench_compile.py --tpuport $(TPUPORT) --libtpu "$(LIBTPU_SO)"
 
 # `tpuport audit`'s per-chip HBM estimate against libtpu's figure on the JAX fixtures, the torch
 # exports and the sharded fixtures, v5e-8 and v6e-8 (the table in docs/compile.md); exit 1 when a
 # case is off by more than 10 %, the fit verdicts disagree or the compiler does not confirm a
 # weight layout. About 7 minutes on 2 cores (6 min 58 s measured, docs/compile.md).
 audit-vs-libtpu: fixtures build libtpu
-	$(VPY) scripts/audit_vs_libtpu.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK) --libtpu "$(LIBTPU_SO)" --check
+	$(VPY) scripts/audit_vs_libtpu.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK) --libtpu "$(LIBTPU_SO)" --check
 
 # `tpuport shard` proofs: the emitted JAX plan for GPT-2, BERT and a TinyLlama-config decoder
 # (reduced layers) compiled on 8 CPU devices, memory_analysis per device vs the plan (exit 1 past
@@ -193,9 +193,9 @@ audit-vs-libtpu: fixtures build libtpu
 # devices; the 7B decisions and the planning-time bench. About 3 minutes on 2 cores.
 .PHONY: shard-proof
 shard-proof: venv venv-xla build
-	$(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport
-	$(VENV_XLA)/bin/python scripts/shard_proof_torch_xla.py --tpuport ./target/release/tpuport
-	$(VPY) scripts/bench_shard.py --tpuport ./target/release/tpuport
+	$(VPY) scripts/shard_proof.py --tpuport $(TPUPORT)
+	$(VENV_XLA)/bin/python scripts/shard_proof_torch_xla.py --tpuport $(TPUPORT)
+	$(VPY) scripts/bench_shard.py --tpuport $(TPUPORT)
 
 # The same JAX proof compiled by libtpu for a v5e:2x4 topology (no TPU needed): JAX compiles the
 # emitted plan itself, and `tpuport shard --verify` gets the same step exported unsharded; exit 1
@@ -203,18 +203,18 @@ shard-proof: venv venv-xla build
 # About 10 minutes.
 .PHONY: shard-proof-tpu shard-verify-check
 shard-proof-tpu: venv build libtpu
-	$(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$(LIBTPU_SO)"
+	$(VPY) scripts/shard_proof.py --tpuport $(TPUPORT) --libtpu "$(LIBTPU_SO)"
 
 # Its quick part for `make test`: GPT-2 (2 layers), one training and one inference step.
 shard-verify-check: venv build libtpu
 	@lib="$(LIBTPU_SO)"; if [ -n "$$lib" ]; then \
-	  $(VPY) scripts/shard_proof.py --tpuport ./target/release/tpuport --libtpu "$$lib" --quick --only gpt2 --layers 2 2>&1 \
+	  $(VPY) scripts/shard_proof.py --tpuport $(TPUPORT) --libtpu "$$lib" --quick --only gpt2 --layers 2 2>&1 \
 	    | grep -vE '^(WARNING|[IWE][0-9]{4} )'; test $${PIPESTATUS[0]} -eq 0; \
 	else echo "shard-verify-check: no libtpu, skipped"; fi
 
 # `tpuport profile` on a 1 GB synthetic trace vs Python's json.load of the same file.
 bench-profile: venv build
-	$(VPY) scripts/bench_profile.py --tpuport ./target/release/tpuport
+	$(VPY) scripts/bench_profile.py --tpuport $(TPUPORT)
 
 # ONNX backend test cases (onnx's node cases, built in memory by the onnx package, plus its
 # simple / pytorch-converted / pytorch-operator suites) written to a cache dir keyed by the onnx
@@ -302,7 +302,7 @@ audit-refs: venv
 
 # `tpuport audit` on BERT-base ONNX vs a Python (onnx + numpy) baseline computing the same totals.
 bench-audit: fixtures build
-	$(VPY) scripts/bench_audit.py --tpuport ./target/release/tpuport --fixtures $(FIX_LINK)
+	$(VPY) scripts/bench_audit.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK)
 
 clean-fixtures:
 	rm -rf $(FIX_LINK) $(FIX_DIR)
