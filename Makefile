@@ -66,7 +66,7 @@ endif
 # exporters' pins; about two minutes of CPU. The tests read $(TPUPORT_STABLEHLO_EXPORTS).
 EXP_REQS  := scripts/requirements-exports.txt
 KERAS_HUB := keras-hub==0.32.0
-EXP_HASH  := $(shell { grep -E '^(numpy|jax|jaxlib)==' $(REQS); cat $(EXP_REQS) scripts/stablehlo_exports.py; echo $(KERAS_HUB); } 2>/dev/null | sha256sum | cut -c1-16)
+EXP_HASH  := $(shell { grep -E '^(numpy|jax|jaxlib)==' $(REQS); cat $(EXP_REQS) scripts/stablehlo_exports.py scripts/flax_gemma_step.py scripts/corpus/flax_gemma/*.py; echo $(KERAS_HUB); } 2>/dev/null | sha256sum | cut -c1-16)
 EXP_DIR   := $(CACHE_ROOT)/stablehlo-exports-$(EXP_HASH)
 export TPUPORT_STABLEHLO_EXPORTS := $(EXP_DIR)
 

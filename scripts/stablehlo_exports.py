@@ -16,6 +16,10 @@ structure (tiny widths where noted: the structure is the real one, the export st
                      [2, 64, 64, 3]
   nnx_transformer    a Flax NNX decoder (2 blocks, width 64, vocab 512, tied embedding),
                      token ids [4, 16]
+  flax_gemma_train   the training step of Flax's Gemma example as its script jits it (google/
+                     flax examples/gemma/train.py at a commit, scripts/corpus/flax_gemma): 4
+                     layers, width 256, vocab 35,008, AdamW, f32 weights computing in bf16,
+                     packed batch [8, 128] x 4
 
 Per model, OUT/<name>/:
   export.mlir   `jax.export(...).mlir_module()`: argument names as `loc("params['...']")`
@@ -53,25 +57,34 @@ def size(tree):
 def export(out, name, fn, params, data, meta, donate=False):
     """Writes both module texts and meta.json; `fn(params, *data)`. `donate`: the first
     argument's buffers are donated (a training step updating its state in place)."""
+    jitted = jax.jit(fn, keep_unused=True, donate_argnums=(0,) if donate else ())
+    n_param_leaves = len(leaves(params))
+    n_data_leaves = len(leaves(data))
+    write(out, name, jitted, (params, *data), range(n_param_leaves, n_param_leaves + n_data_leaves), meta)
+
+
+def write(out, name, jitted, args, data_args, meta, static=None):
+    """Lowers `jitted(*args, **static)` both ways and writes the module texts and meta.json;
+    `data_args`: the flat indices of the data leaves; `static`: the static keyword arguments."""
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     t = time.time()
-    jitted = jax.jit(fn, keep_unused=True, donate_argnums=(0,) if donate else ())
-    lowered = jitted.lower(params, *data)
+    static = static or {}
+    lowered = jitted.lower(*args, **static)
     with open(os.path.join(d, "jit.mlir"), "w") as f:
         f.write(lowered.as_text())
-    exported = jax.export.export(jitted)(params, *data)
+    exported = jax.export.export(jitted)(*args, **static)
     with open(os.path.join(d, "export.mlir"), "w") as f:
         f.write(exported.mlir_module())
     def flops(c):
         return float((c[0] if isinstance(c, list) else c)["flops"])
-    n_param_leaves = len(leaves(params))
-    n_data_leaves = len(leaves(data))
+    n_leaves = len(leaves(args))
+    data_args = list(data_args)
     meta = dict(meta)
     meta.update(
         name=name,
-        arguments=n_param_leaves + n_data_leaves,
-        data_args=list(range(n_param_leaves, n_param_leaves + n_data_leaves)),
+        arguments=n_leaves,
+        data_args=data_args,
         xla_flops=flops(lowered.compile().cost_analysis()),
         # XLA:CPU wraps bf16 arithmetic in f32 converts, which the compiled count includes: a
         # bf16 module is compared with the count before CPU passes.
@@ -80,7 +93,7 @@ def export(out, name, fn, params, data, meta, donate=False):
     )
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
-    print(f"{name}: {n_param_leaves} weight/state leaves, {meta['xla_flops']:.3e} FLOPs, {time.time() - t:.1f}s",
+    print(f"{name}: {n_leaves - len(data_args)} weight/state leaves, {meta['xla_flops']:.3e} FLOPs, {time.time() - t:.1f}s",
           file=sys.stderr)
 
 
@@ -307,20 +320,47 @@ def nnx_transformer(out):
             "batch": 4, "sequence": 16, "tied": True, "dtype": "f32"})
 
 
+def flax_gemma(out):
+    """The training step of a public training script: Flax's Gemma example (scripts/corpus/
+    flax_gemma, scripts/flax_gemma_step.py), lowered as its own jit wraps it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import flax_gemma_step
+    from flax import nnx
+
+    step, mesh, args = flax_gemma_step.build(batch=8, seq=128)
+    model, optimizer, rngs, data, metrics = args[:5]
+    n = [len(leaves(x)) for x in (model, optimizer, rngs)]
+    params = flax_gemma_step.param_count(model)
+    # An RNG stream's key is a typed key array of shape (); the module carries it as uint32[2].
+    def elements(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return int(np.prod(x.shape, dtype=np.int64))
+    state = sum(elements(x) for t in (optimizer, rngs, metrics) for x in leaves(nnx.state(t)))
+    with jax.set_mesh(mesh):
+        write(out, "flax_gemma_train", step, args[:5], range(sum(n), sum(n) + len(leaves(data))),
+              {"framework": "flax.nnx (google/flax examples/gemma/train.py)", "params": params,
+               "state": state, "batch": 8, "sequence": 128, "tied": True, "dtype": "f32",
+               "compute": "bf16", "train": True},
+              static=dict(label_smoothing=args[5], pad_id=args[6]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--only", nargs="*", help="exporters to run (keras_cnn, kerashub, flax, nnx)")
+    ap.add_argument("--only", nargs="*", help="exporters to run (keras_cnn, kerashub, flax, nnx, gemma)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     done = os.path.join(a.out, ".done")
     if os.path.exists(done):
         os.remove(done)
-    todo = set(a.only or ["keras_cnn", "kerashub", "flax", "nnx"])
+    todo = set(a.only or ["keras_cnn", "kerashub", "flax", "nnx", "gemma"])
     if "flax" in todo:
         flax_resnet(a.out)
     if "nnx" in todo:
         nnx_transformer(a.out)
+    if "gemma" in todo:
+        flax_gemma(a.out)
     if "keras_cnn" in todo:
         import keras
 

@@ -18,16 +18,19 @@
 //! 5. [`rule_weight_side`]: the weight side of a dot (right-hand operand) or a convolution
 //!    (kernel), through converts, reshapes, transposes, slices and calls.
 //! 6. [`rule_gather_table`]: the table a `gather` reads rows of (an embedding).
-//! 7. [`rule_integer`]: integer and boolean arguments are data (token ids, masks, positions).
+//! 7. [`rule_integer`]: integer and boolean arguments are data (token ids, masks, positions),
+//!    except raw PRNG keys.
 //! 8. [`rule_activation_side`]: the input of a convolution, or the left side of a dot whose
 //!    other side is a weight argument, is data.
 //! 9. [`rule_broadcast`]: a float argument broadcast onto a larger tensor is a bias or a scale
 //!    (a vector is followed through the arithmetic that folds it with other vectors first).
-//! 10. [`rule_sharding`]: in a partitioned module where some arguments of rank >= 2 are split on
+//! 10. [`rule_no_batch`]: a scalar or a raw PRNG key (`uint32[2]`) is state: a step counter, a
+//!     metric's running total, an RNG stream a training step returns updated.
+//! 11. [`rule_sharding`]: in a partitioned module where some arguments of rank >= 2 are split on
 //!     their leading dimension and others are replicated, the split ones are data.
-//! 11. [`rule_many_layers`]: a float argument read by many ops that are not weight uses (an
+//! 12. [`rule_many_layers`]: a float argument read by many ops that are not weight uses (an
 //!     attention bias, a mask in float) is data that flows to every layer.
-//! 12. [`rule_position`]: JAX flattens `f(params, x)` in order, so arguments before the first
+//! 13. [`rule_position`]: JAX flattens `f(params, x)` in order, so arguments before the first
 //!     data argument are weights and arguments after the last weight are data; with no data
 //!     argument found, the last argument is the data.
 //!
@@ -99,6 +102,8 @@ pub enum Rule {
     ActivationSide,
     /// Broadcast onto a larger tensor.
     Broadcast,
+    /// A scalar or a PRNG key: no batch to carry.
+    NoBatch,
     /// Read by many non-weight ops.
     ManyLayers,
     /// Where it sits in the signature.
@@ -122,6 +127,7 @@ impl Rule {
             Rule::Integer => "integer or boolean argument (ids, masks, positions)",
             Rule::ActivationSide => "input of a convolution / left side of a dot against a weight",
             Rule::Broadcast => "broadcast onto activations (bias, scale)",
+            Rule::NoBatch => "a scalar or a PRNG key: carries no batch",
             Rule::ManyLayers => "float argument read by many non-weight ops",
             Rule::Position => "position: JAX passes the parameters before the data",
             Rule::OnnxGraph => {
@@ -644,7 +650,8 @@ pub fn rule_name(name: &str) -> Option<Role> {
     ];
     let t = tokens(name);
     let first = t.first()?;
-    if t.iter().any(|x| STATE.contains(&x.as_str())) {
+    // Metric accumulators a training step carries (NNX's `train_metrics.loss.total`).
+    if t.iter().any(|x| STATE.contains(&x.as_str()) || x == "metrics" || x.ends_with("_metrics")) {
         return Some(Role::State);
     }
     // Flax batch norm statistics sit under `batch_stats` (caught above); NNX's are `mean`/`var`
@@ -738,10 +745,26 @@ fn rule_gather_table(c: &Cand<'_>) -> Option<Role> {
     (c.is_float() && c.used_as(GATHERS, 0)).then_some(Role::Weight)
 }
 
-/// Rule 8: integer and boolean arguments are data: token ids, masks, positions, labels.
+/// Rule 8: integer and boolean arguments are data: token ids, masks, positions, labels. Not a
+/// raw JAX PRNG key (see [`rule_no_batch`]).
 fn rule_integer(c: &Cand<'_>) -> Option<Role> {
-    (c.dtype.is_some_and(|d| !d.is_float()) && c.shape.as_ref().is_some_and(|s| !s.is_empty()))
-        .then_some(Role::Data)
+    (c.dtype.is_some_and(|d| !d.is_float())
+        && c.shape.as_ref().is_some_and(|s| !s.is_empty())
+        && !prng_key(c))
+    .then_some(Role::Data)
+}
+
+/// A `uint32[2]` argument: how a jitted step receives a threefry PRNG key (`nnx.Rngs` streams,
+/// `jax.random.key_data`).
+fn prng_key(c: &Cand<'_>) -> bool {
+    c.dtype == Some(DType::U32) && c.shape.as_deref() == Some(&[2][..])
+}
+
+/// Rule 10: what no earlier rule decided and cannot carry a batch is state: a scalar (a step
+/// counter, a metric's running total, an RNG stream's count) or a raw PRNG key. A training step
+/// that returns these updated without donating them leaves no aliasing to tell.
+fn rule_no_batch(c: &Cand<'_>) -> Option<Role> {
+    (c.shape.as_ref().is_some_and(Vec::is_empty) || prng_key(c)).then_some(Role::State)
 }
 
 /// Rule 9: the input of a convolution, or the left side of a dot whose right side is another
@@ -847,6 +870,7 @@ pub fn assign(model: &Model, opts: &RoleOptions) -> Result<ArgRoles, UnknownArgu
             .or_else(|| rule_integer(c).map(|r| (r, Rule::Integer)))
             .or_else(|| rule_activation_side(c).map(|r| (r, Rule::ActivationSide)))
             .or_else(|| rule_broadcast(c).map(|r| (r, Rule::Broadcast)))
+            .or_else(|| rule_no_batch(c).map(|r| (r, Rule::NoBatch)))
             .or_else(|| rule_sharding(c, mixed).map(|r| (r, Rule::Sharding)))
             .or_else(|| rule_many_layers(c).map(|r| (r, Rule::ManyLayers)));
         c.decided = match by_rules {

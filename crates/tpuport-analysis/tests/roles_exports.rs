@@ -31,7 +31,7 @@ fn exports() -> Vec<(String, PathBuf, serde_json::Value)> {
         out.push((p.file_name().unwrap().to_string_lossy().into_owned(), p, meta));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(out.len(), 8, "eight exports expected under {}", root.display());
+    assert_eq!(out.len(), 9, "nine exports expected under {}", root.display());
     out
 }
 

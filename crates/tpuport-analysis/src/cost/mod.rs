@@ -252,6 +252,24 @@ pub struct CostReport {
     pub notes: Vec<String>,
 }
 
+impl CostReport {
+    /// The element type that carries most of the matmul and convolution FLOPs: what a program
+    /// computes in. Mixed-precision training steps keep f32 parameters and cast them to bf16
+    /// for every matmul, so the parameters' type does not say it. `None` without such ops.
+    #[must_use]
+    pub fn matmul_dtype(&self) -> Option<DType> {
+        let mut by: Vec<(DType, u64)> = Vec::new();
+        for o in self.ops.iter().filter(|o| o.class.runs_on_mxu()) {
+            let Some(d) = o.dtype else { continue };
+            match by.iter_mut().find(|(t, _)| *t == d) {
+                Some((_, f)) => *f = f.saturating_add(o.flops),
+                None => by.push((d, o.flops)),
+            }
+        }
+        by.into_iter().filter(|&(_, f)| f > 0).max_by_key(|&(_, f)| f).map(|(d, _)| d)
+    }
+}
+
 /// Computes the cost of a model's entry graph.
 #[must_use]
 pub fn analyze(model: &Model) -> CostReport {

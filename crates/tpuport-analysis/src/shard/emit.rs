@@ -113,9 +113,16 @@ pub fn jax(plan: &ShardPlan) -> String {
     for p in &plan.params {
         s.push_str(&format!("    {}: P({}),\n", py_str(&p.name), py_spec(&p.spec)));
     }
+    let state = state_specs(plan);
+    if !state.is_empty() {
+        s.push_str("    # The training step's optimizer state, each placed like its parameter.\n");
+        for (st, p) in state {
+            s.push_str(&format!("    {}: P({}),\n", py_str(&st.name), py_spec(&p.spec)));
+        }
+    }
     s.push_str("}\n\n");
     s.push_str(
-        "\ndef make_mesh(devices=None):\n    \"\"\"The mesh, with Auto axis types (GSPMD propagates shardings through matmuls).\"\"\"\n    devices = jax.devices() if devices is None else devices\n    return Mesh(np.asarray(devices).reshape(MESH_SHAPE), MESH_AXES, axis_types=(AxisType.Auto,) * len(MESH_AXES))\n\n\ndef param_shardings(mesh, names=None):\n    \"\"\"NamedSharding per parameter path (every path in PARAM_SPECS, or `names`).\"\"\"\n    names = PARAM_SPECS.keys() if names is None else names\n    return {n: NamedSharding(mesh, PARAM_SPECS.get(n, P())) for n in names}\n\n\ndef batch_sharding(mesh, rank=2):\n    \"\"\"NamedSharding of an activation/input of `rank` dimensions with the batch first.\"\"\"\n    spec = tuple(BATCH_SPEC)[:1] + (None,) * (rank - 1)\n    return NamedSharding(mesh, P(*spec))\n\n\ndef logits_sharding(mesh):\n    \"\"\"NamedSharding of [batch, seq, vocab] logits.\"\"\"\n    return NamedSharding(mesh, LOGITS_SPEC)\n\n\ndef constrain(x, mesh):\n    \"\"\"Pins an activation (batch first) to the batch split; call it on the hidden states at\n    layer boundaries so the partitioner keeps FSDP's batch split instead of splitting the\n    hidden dimension.\"\"\"\n    return jax.lax.with_sharding_constraint(x, batch_sharding(mesh, x.ndim))\n\n\ndef shard_params(params, mesh):\n    \"\"\"Places a flat {path: array} dict on the mesh.\"\"\"\n    shardings = param_shardings(mesh, params.keys())\n    return {n: jax.device_put(v, shardings[n]) for n, v in params.items()}\n",
+        "\ndef make_mesh(devices=None):\n    \"\"\"The mesh, with Auto axis types (GSPMD propagates shardings through matmuls).\"\"\"\n    devices = jax.devices() if devices is None else devices\n    return Mesh(np.asarray(devices).reshape(MESH_SHAPE), MESH_AXES, axis_types=(AxisType.Auto,) * len(MESH_AXES))\n\n\ndef param_shardings(mesh, names=None):\n    \"\"\"NamedSharding per parameter path (every path in PARAM_SPECS, or `names`).\"\"\"\n    names = PARAM_SPECS.keys() if names is None else names\n    return {n: NamedSharding(mesh, PARAM_SPECS.get(n, P())) for n in names}\n\n\ndef batch_sharding(mesh, rank=2):\n    \"\"\"NamedSharding of an activation/input of `rank` dimensions with the batch first.\"\"\"\n    spec = tuple(BATCH_SPEC)[:1] + (None,) * (rank - 1)\n    return NamedSharding(mesh, P(*spec))\n\n\ndef logits_sharding(mesh):\n    \"\"\"NamedSharding of [batch, seq, vocab] logits.\"\"\"\n    return NamedSharding(mesh, LOGITS_SPEC)\n\n\ndef constrain(x, mesh):\n    \"\"\"Pins an activation (batch first) to the batch split; call it on the hidden states at\n    layer boundaries so the partitioner keeps FSDP's batch split instead of splitting the\n    hidden dimension.\"\"\"\n    return jax.lax.with_sharding_constraint(x, batch_sharding(mesh, x.ndim))\n\n\ndef shard_params(params, mesh):\n    \"\"\"Places a flat {path: array} dict on the mesh.\"\"\"\n    shardings = param_shardings(mesh, params.keys())\n    return {n: jax.device_put(v, shardings[n]) for n, v in params.items()}\n\n\ndef tree_shardings(tree, mesh, prefix=\"\"):\n    \"\"\"NamedSharding per leaf of a pytree passed to a jitted step, found by the name JAX gives\n    the leaf: `prefix + keystr(path)` with the argument's name as prefix, e.g.\n    `jax.jit(step, in_shardings=(tree_shardings(model, mesh, \"model\"), ...))`. Leaves the\n    plan does not list are replicated.\"\"\"\n    def one(path, _):\n        return NamedSharding(mesh, PARAM_SPECS.get(prefix + jax.tree_util.keystr(path), P()))\n    return jax.tree_util.tree_map_with_path(one, tree)\n",
     );
     s
 }
@@ -162,6 +169,16 @@ struct SpecFile<'a> {
     mesh: MeshJson,
     batch_spec: &'a [Option<Vec<Axis>>],
     params: Vec<ParamJson<'a>>,
+    /// A training step's optimizer state, with the spec of the parameter it is placed like.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    state: Vec<StateJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct StateJson<'a> {
+    name: &'a str,
+    like: &'a str,
+    spec: &'a [Option<Axis>],
 }
 
 #[derive(Serialize)]
@@ -175,6 +192,13 @@ struct ParamJson<'a> {
     name: &'a str,
     shape: &'a [u64],
     spec: &'a [Option<Axis>],
+}
+
+/// Each optimizer-state argument of a training step with the parameter it is placed like.
+fn state_specs(plan: &ShardPlan) -> Vec<(&super::StateOf, &super::ParamPlan)> {
+    let by_name: std::collections::HashMap<&str, &super::ParamPlan> =
+        plan.params.iter().map(|p| (p.name.as_str(), p)).collect();
+    plan.state.iter().filter_map(|st| Some((st, *by_name.get(st.param.as_str())?))).collect()
 }
 
 /// The plan's mesh and specs as JSON.
@@ -192,6 +216,10 @@ pub fn json(plan: &ShardPlan) -> Result<String, serde_json::Error> {
             .params
             .iter()
             .map(|p| ParamJson { name: &p.name, shape: &p.shape, spec: &p.spec })
+            .collect(),
+        state: state_specs(plan)
+            .into_iter()
+            .map(|(st, p)| StateJson { name: &st.name, like: &p.name, spec: &p.spec })
             .collect(),
     };
     let mut s = serde_json::to_string_pretty(&file)?;

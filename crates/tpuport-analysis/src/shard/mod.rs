@@ -376,6 +376,10 @@ pub struct ShardPlan {
     pub runners_up: Vec<Candidate>,
     /// Per parameter.
     pub params: Vec<ParamPlan>,
+    /// Optimizer state of an exported training step: each argument with the parameter it is
+    /// placed like (`shard::step`); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state: Vec<StateOf>,
     /// Parameters only the shape fallback placed.
     pub unrecognised: Vec<String>,
     /// Partition spec of the activations' batch.
@@ -393,6 +397,15 @@ pub struct ShardPlan {
     /// same global batch and sequence fit ([`ShardPlan::look_wider`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fits_on: Option<FitsOn>,
+}
+
+/// A training step's optimizer-state argument and the parameter whose spec it takes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StateOf {
+    /// The argument's path (`optimizer.opt_state[0].mu['embedder']['embedding'].value`).
+    pub name: String,
+    /// Its parameter's path.
+    pub param: String,
 }
 
 /// A larger slice where a plan that did not fit does.
@@ -1010,6 +1023,7 @@ fn plan_at(
         chosen,
         runners_up,
         params: placed.params,
+        state: Vec::new(),
         unrecognised,
         batch_spec,
         notes,

@@ -14,6 +14,7 @@
 //! | HF GPT-2 (`Conv1D`, `[in, out]`) | `attn.c_attn` (fused), `attn.c_proj` | `mlp.c_fc`, `mlp.c_proj` | `wte`, `wpe` | `ln_1`, `ln_f` |
 //! | HF BERT | `attention.self.{query,key,value}`, `attention.output.dense` | `intermediate.dense`, `output.dense` | `word_embeddings`, … | `LayerNorm` |
 //! | Flax/NNX | `attn.{query,key,value,out}` (`[D,H,Dh]`, `[H,Dh,D]`) | `up`, `down` | `embed.embedding` | `ln*.scale` |
+//! | Gemma (Flax example, DeepMind checkpoints) | `attn.{q,kv,qkv,attn_vec}_einsum` (`[N,D,Dh]`, `[2,K,D,Dh]`, `[3,N,D,Dh]`, `[N,Dh,D]`) | `mlp.{gate,up,down}_proj` | `embedder.embedding` (tied) | `pre_attention_norm.scale` |
 //! | keras-hub | `attention/{query,key,value,attention_output}`, `self_attention/…` | `ffw_gating(_2)`, `ffw_linear`, `feedforward_{intermediate,output}_dense` | `token_embedding/embeddings` | `*_norm/scale`, `layer_norm/gamma` |
 //! | torchvision ViT | `self_attention.in_proj_weight` (fused), `self_attention.out_proj` | `mlp.0`, `mlp.3` | `class_token`, `pos_embedding` | `ln_1`, `ln_2`, `ln` |
 //!
@@ -229,13 +230,20 @@ fn classify_module(module: &str, parents: &[String], rank: usize) -> Option<Kind
         p == "mlp" || p.contains("ffn") || p.contains("feed_forward") || p == "intermediate"
     });
     let k = match module {
-        "q_proj" | "query" | "q" | "wq" | "to_q" | "q_lin" | "query_proj" => Kind::Query,
-        "k_proj" | "key" | "k" | "wk" | "to_k" | "k_lin" | "key_proj" => Kind::Key,
+        "q_proj" | "query" | "q" | "wq" | "to_q" | "q_lin" | "query_proj" | "q_einsum" => {
+            Kind::Query
+        }
+        // Gemma's `kv_einsum` (`[2, K, D, Dh]`) holds the key and the value projections stacked:
+        // planned as a key projection (split on its K heads, replicated when they are fewer
+        // than the tensor axis).
+        "k_proj" | "key" | "k" | "wk" | "to_k" | "k_lin" | "key_proj" | "kv_einsum" => Kind::Key,
         "v_proj" | "value" | "v" | "wv" | "to_v" | "v_lin" | "value_proj" => Kind::Value,
-        // `nn.MultiheadAttention` stores its fused projection as `in_proj_weight`/`_bias`.
+        // `nn.MultiheadAttention` stores its fused projection as `in_proj_weight`/`_bias`;
+        // Gemma's `qkv_einsum` is `[3, N, D, Dh]`.
         "c_attn" | "qkv" | "qkv_proj" | "query_key_value" | "in_proj" | "wqkv" | "w_pack"
-        | "in_proj_weight" | "in_proj_bias" => Kind::Qkv,
-        "o_proj" | "out_proj" | "attention_output" | "out_lin" | "dense_out" => Kind::AttnOut,
+        | "in_proj_weight" | "in_proj_bias" | "qkv_einsum" => Kind::Qkv,
+        "o_proj" | "out_proj" | "attention_output" | "out_lin" | "dense_out"
+        | "attn_vec_einsum" => Kind::AttnOut,
         "up_proj"
         | "c_fc"
         | "fc1"
@@ -326,8 +334,11 @@ pub fn classify(name: &str, shape: &[u64]) -> ParamRole {
     let orientation = if kernel_leaf || conv1d { Orientation::InOut } else { Orientation::OutIn };
     let role = |kind, recognised| ParamRole { kind, orientation, recognised, layer };
 
+    // Metric accumulators a training step carries along (`train_metrics.loss.total`, NNX's
+    // `MultiMetric`) are state too.
     if STATE_LEAVES.contains(&leaf)
         || has(&segs, &["batch_stats", "non_trainable", "rng", "rngs", "cache"])
+        || segs.iter().any(|s| s == "metrics" || s.ends_with("_metrics"))
     {
         return role(Kind::State, Recognised::Name);
     }
@@ -518,6 +529,29 @@ pub(crate) mod tests {
         );
         let r = classify("state['blocks'][1]['attn']['query']['kernel'].value", &[64, 4, 16]);
         assert_eq!((r.kind, r.orientation, r.layer), (Kind::Query, Orientation::InOut, Some(1)));
+    }
+
+    #[test]
+    fn flax_gemma_example() {
+        // A real training script's model (google/flax examples/gemma), 4 layers: every
+        // parameter is recognised by name, the fused `kv_einsum` as the key projection.
+        let (m, unknown) = census(include_str!("keys/flax_gemma_example.tsv"));
+        assert!(unknown.is_empty(), "{unknown:?}");
+        assert_eq!(
+            m,
+            of(&[
+                ("attn-k", 4),
+                ("attn-out", 4),
+                ("attn-q", 4),
+                ("embedding", 1),
+                ("mlp-down", 4),
+                ("mlp-gate", 4),
+                ("mlp-up", 4),
+                ("norm", 9),
+            ])
+        );
+        let r = classify("model.layers[3].attn.attn_vec_einsum.kernel.value", &[4, 128, 256]);
+        assert_eq!((r.kind, r.layer), (Kind::AttnOut, Some(3)));
     }
 
     #[test]

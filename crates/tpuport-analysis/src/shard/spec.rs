@@ -170,9 +170,12 @@ fn split_dims(
         }
         Parallel::Column | Parallel::Row if rank >= 3 => {
             // Flax/Keras attention kernels: `[D, H, Dh]`, `[H, Dh, D]`, keras-hub Gemma
-            // `[H, D, Dh]`: heads are the first dimension that is not the hidden size.
+            // `[H, D, Dh]`: heads are the first dimension that is not the hidden size. Gemma's
+            // stacked projections (`kv_einsum` `[2, K, D, Dh]`, `qkv_einsum` `[3, N, D, Dh]`)
+            // lead with the q/k/v index, which is not a head dimension.
+            let stacked = rank >= 4 && matches!(role.kind, Kind::Qkv | Kind::Key | Kind::Value);
             let hid = shape.iter().position(|&s| Some(s) == hidden);
-            let heads = (0..rank).find(|&i| Some(i) != hid).unwrap_or(0);
+            let heads = (usize::from(stacked)..rank).find(|&i| Some(i) != hid).unwrap_or(0);
             (Some(heads), hid.or_else(|| (0..rank).find(|&i| i != heads)))
         }
         Parallel::Column | Parallel::Row => {

@@ -124,6 +124,12 @@ fn leaf_after_state(p: &[Part]) -> Option<&[Part]> {
     Some(&p[at + 1..])
 }
 
+/// Whether `path` ends with the components of `leaf`, quoted or not.
+fn same_suffix(path: &[Part], leaf: &[Part]) -> bool {
+    path.len() >= leaf.len()
+        && path[path.len() - leaf.len()..].iter().zip(leaf).all(|((a, _), (b, _))| a == b)
+}
+
 /// Whether the argument is unnamed (`%arg3` or `arg3`).
 fn unnamed(name: &str) -> bool {
     let n = name.trim_start_matches('%');
@@ -214,8 +220,13 @@ fn by_names(args: &[(String, Vec<u64>)]) -> Option<StepArgs> {
         // The parameter whose path ends with the moment's leaf path, with its shape. State of
         // its own shape (a factored second moment, a counter) or of no parameter's path is in
         // neither list.
-        let owner =
-            params.iter().copied().find(|&j| paths[j].ends_with(leaf) && args[j].1 == args[i].1);
+        // The components are compared by text: a module passed as an object is named by its
+        // attributes (`model.layers[0].attn.kernel.value`) while optax keys its moments by the
+        // same path quoted (`mu['layers'][0]['attn']['kernel'].value`).
+        let owner = params
+            .iter()
+            .copied()
+            .find(|&j| same_suffix(&paths[j], leaf) && args[j].1 == args[i].1);
         if let Some(j) = owner {
             state.push((i, j));
         }
@@ -329,6 +340,34 @@ mod tests {
         assert_eq!(s.params, vec![0, 1]);
         // Same shapes in both layers: the layer index in the path decides, not the shape.
         assert_eq!(s.state, vec![(3, 0), (4, 1), (5, 0), (6, 1)]);
+    }
+
+    #[test]
+    fn a_module_passed_whole_pairs_its_attributes_with_quoted_moments() {
+        // Flax's Gemma example (`examples/gemma/train.py`) hands `jax.jit` the `nnx.Module` and
+        // the `nnx.Optimizer` themselves: parameters are named by attribute, the optax moments
+        // by quoted key, `optimizer.step` and the metrics' totals are neither.
+        let a = args(&[
+            ("model.embedder.embedding.value", &[35008, 256]),
+            ("model.layers[0].attn.kv_einsum.kernel.value", &[2, 1, 256, 128]),
+            ("model.layers[1].attn.kv_einsum.kernel.value", &[2, 1, 256, 128]),
+            ("optimizer.opt_state[0].count.value", &[]),
+            ("optimizer.opt_state[0].mu['embedder']['embedding'].value", &[35008, 256]),
+            (
+                "optimizer.opt_state[0].mu['layers'][1]['attn']['kv_einsum']['kernel'].value",
+                &[2, 1, 256, 128],
+            ),
+            (
+                "optimizer.opt_state[0].nu['layers'][0]['attn']['kv_einsum']['kernel'].value",
+                &[2, 1, 256, 128],
+            ),
+            ("optimizer.step.value", &[]),
+            ("train_metrics.loss.total.value", &[]),
+        ]);
+        let s = split(&a, 2);
+        assert_eq!(s.by, Some("names"));
+        assert_eq!(s.state, vec![(4, 0), (5, 2), (6, 1)]);
+        assert_eq!(s.params, vec![0, 1, 2, 8]);
     }
 
     #[test]

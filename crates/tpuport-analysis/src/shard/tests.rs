@@ -234,6 +234,16 @@ fn megatron_column_row_vocab_specs() {
         [None, Some("fsdp"), None]
     );
     assert!(p.notes.iter().any(|n| n.contains("MQA/GQA")), "{:?}", p.notes);
+    // Flax's Gemma example: `[N, D, Dh]` queries and `[N, Dh, D]` outputs split on N; the
+    // stacked `kv_einsum` `[2, K, D, Dh]` on K, not on the k/v index (K = 1 here: whole).
+    let g = params(include_str!("keys/flax_gemma_example.tsv"));
+    let p = run(&g, "v5e-8", &train_7b(Some("fsdp=2,tensor=4"))).unwrap();
+    let layer = |m: &str| format!("model.layers[0].attn.{m}.kernel.value");
+    assert_eq!(spec_of(&p, &layer("q_einsum")), [Some("tensor"), Some("fsdp"), None]);
+    assert_eq!(spec_of(&p, &layer("kv_einsum")), [None, None, Some("fsdp"), None]);
+    assert_eq!(spec_of(&p, &layer("attn_vec_einsum")), [Some("tensor"), None, Some("fsdp")]);
+    assert_eq!(spec_of(&p, "model.embedder.embedding.value"), [Some("tensor"), Some("fsdp")]);
+    assert!(p.notes.iter().any(|n| n.contains("MQA/GQA")), "{:?}", p.notes);
 }
 
 #[test]

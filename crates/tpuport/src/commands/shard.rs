@@ -249,16 +249,25 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     }
     let imported = std::time::Instant::now();
     let Params { params, state, state_by, fixed } = parameters(a, &model)?;
-    // `--verify` compiles tpuport's lowering of the model, whose weights and activations share
-    // one dtype: bf16 when the parameters are asked in bf16, else f32. The plan counts the
-    // same, so the two figures compare like with like.
-    // A StableHLO module's parameters say it; an ONNX model is lowered in f32 unless asked.
+    // `--verify` compiles a program, and the plan counts it in the program's dtypes so that the
+    // two figures compare like with like. tpuport's lowering of an ONNX model keeps weights and
+    // activations in one dtype: f32 unless the parameters are asked in bf16. A StableHLO
+    // module's parameters say how they are stored, and its matmuls what it computes in (a
+    // mixed-precision step keeps f32 parameters and multiplies in bf16).
     let stored_bf16 = model.format != ModelFormat::Onnx
         && !params.is_empty()
         && params.iter().all(|q| q.dtype == DType::BF16);
     let program_dtype =
         a.param_dtype.unwrap_or(if stored_bf16 { PlanDtype::Bf16 } else { PlanDtype::F32 });
-    let compute = if a.verify { program_dtype } else { a.dtype };
+    let matmuls = (a.verify && model.format != ModelFormat::Onnx)
+        .then(|| tpuport_analysis::cost::analyze(&model).matmul_dtype())
+        .flatten()
+        .and_then(|d| match d {
+            DType::BF16 => Some(PlanDtype::Bf16),
+            DType::F32 => Some(PlanDtype::F32),
+            _ => None,
+        });
+    let compute = if a.verify { matmuls.unwrap_or(program_dtype) } else { a.dtype };
     let opts = ShardOptions {
         workload: a.workload,
         optimizer: a.optimizer,
@@ -276,6 +285,10 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     };
     let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
+    plan.state = state
+        .iter()
+        .map(|(name, param)| shard::StateOf { name: name.clone(), param: param.clone() })
+        .collect();
     plan.look_wider(&params, &catalog.slices(chip), chip, &opts);
     let from_module: Vec<String> =
         [(a.batch.is_none(), fixed.0, "batch"), (a.seq.is_none(), fixed.1, "sequence")]
@@ -310,11 +323,18 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     }
     if a.verify {
         if compute != a.dtype {
-            plan.notes.push(format!(
-                "--verify: activations counted in {} like the compiled program, which computes in \
-                 its parameters' dtype (pass --param-dtype bf16 for a bf16 program)",
-                plan.compute_dtype
-            ));
+            plan.notes.push(match matmuls {
+                Some(_) => format!(
+                    "--verify: activations counted in {}, the type of most of the module's \
+                     matmul FLOPs",
+                    plan.compute_dtype
+                ),
+                None => format!(
+                    "--verify: activations counted in {} like the compiled program, which \
+                     computes in its parameters' dtype (pass --param-dtype bf16 for a bf16 program)",
+                    plan.compute_dtype
+                ),
+            });
         }
         verify(a, &model, &mut plan, &state, &catalog, p, program_dtype)?;
     }
