@@ -201,14 +201,18 @@ shard-proof: venv venv-xla build
 # emitted plan itself, and `tpuport shard --verify` gets the same step exported unsharded; exit 1
 # when the two per-chip figures differ by more than 10 % (the count is printed beside them).
 # About 10 minutes.
+# `--gemma`: the same on a public training script's own step (Flax's Gemma example,
+# scripts/corpus/flax_gemma) on three meshes, JAX compiling it with the emitted plan applied by
+# `tree_shardings`.
 .PHONY: shard-proof-tpu shard-verify-check
-shard-proof-tpu: venv build libtpu
-	$(VPY) scripts/shard_proof.py --tpuport $(TPUPORT) --libtpu "$(LIBTPU_SO)"
+shard-proof-tpu: venv $(VENV)/.exports-stamp build libtpu
+	$(VPY) scripts/shard_proof.py --tpuport $(TPUPORT) --libtpu "$(LIBTPU_SO)" --gemma
 
-# Its quick part for `make test`: GPT-2 (2 layers), one training and one inference step.
-shard-verify-check: venv build libtpu
+# Its quick part for `make test`: GPT-2 (2 layers), one training and one inference step, and
+# the Gemma example's step on the plan's own mesh. About a minute.
+shard-verify-check: venv $(VENV)/.exports-stamp build libtpu
 	@lib="$(LIBTPU_SO)"; if [ -n "$$lib" ]; then \
-	  $(VPY) scripts/shard_proof.py --tpuport $(TPUPORT) --libtpu "$$lib" --quick --only gpt2 --layers 2 2>&1 \
+	  $(VPY) scripts/shard_proof.py --tpuport $(TPUPORT) --libtpu "$$lib" --quick --only gpt2 --layers 2 --gemma auto 2>&1 \
 	    | grep -vE '^(WARNING|[IWE][0-9]{4} )'; test $${PIPESTATUS[0]} -eq 0; \
 	else echo "shard-verify-check: no libtpu, skipped"; fi
 

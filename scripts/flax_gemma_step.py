@@ -41,7 +41,9 @@ def _import_train():
     return train
 
 
-def build(batch=32, seq=128, mesh=None, devices=None):
+def build(batch=32, seq=128, mesh=None, devices=None, sharding="fsdp_tp"):
+    """`sharding`: the example's `ShardingConfig.fsdp_tp_sharding` (its default: parameters and
+    activations pinned to the `fsdp`/`tensor` axes) or `none` (`ShardingConfig.no_sharding`)."""
     from functools import partial
 
     import jax
@@ -56,7 +58,10 @@ def build(batch=32, seq=128, mesh=None, devices=None):
 
     if mesh is None:
         mesh = jax.make_mesh((1, 1), ("fsdp", "tensor"), devices=devices or jax.devices()[:1])
-    shd = ShardingConfig.fsdp_tp_sharding(fsdp_axis_name="fsdp", tensor_parallel_axis_name="tensor")
+    if sharding == "none":
+        shd = ShardingConfig.no_sharding()
+    else:
+        shd = ShardingConfig.fsdp_tp_sharding(fsdp_axis_name="fsdp", tensor_parallel_axis_name="tensor")
     cfg = transformer_lib.TransformerConfig.from_dict(
         **TRANSFORMER_PARAMS, num_embed=VOCAB, dtype=jnp.bfloat16, shd_config=shd)
     lr = train.create_learning_rate_schedule(learning_rate=0.0016, warmup_steps=1000)

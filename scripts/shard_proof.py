@@ -373,6 +373,86 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     }
 
 
+def gemma_case(tpuport, tmp, mesh):
+    """A public training script's own step: Flax's Gemma example (scripts/flax_gemma_step.py).
+    `tpuport shard --verify` gets the step lowered unsharded with its names; JAX compiles the
+    same step with the emitted plan applied as a user would (`tree_shardings` per argument,
+    the batch split, donated state pinned like its input), once with its default partitioner
+    (Shardy) and once with GSPMD, the one `--verify` places for."""
+    import re
+    from functools import partial
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import flax_gemma_step
+
+    batch, seq = 8, 128
+    _, _, args = flax_gemma_step.build(batch, seq, sharding="none")
+    import train
+
+    def wrapped(model, optimizer, rngs, batch, train_metrics):
+        return train.jax_train_step(model, optimizer, rngs, batch, train_metrics, 0.0, 0, with_capture=True)
+
+    plain = [jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), a) for a in args[:5]]
+    step_path = os.path.join(tmp, f"step_flax_gemma_{mesh or 'auto'}.mlir")
+    with open(step_path, "w") as f:
+        f.write(jax.jit(wrapped, donate_argnums=(0, 1)).lower(*plain).as_text(debug_info=True))
+    plan_py = os.path.join(tmp, f"plan_flax_gemma_{mesh or 'auto'}.py")
+    cmd = [tpuport, "--format", "json", "shard", step_path, "--slice", "v5e-8", "--workload", "train",
+           "--verify", "--plugin", LIBTPU, "--emit", "jax", "-o", plan_py]
+    if mesh:
+        cmd += ["--mesh", mesh]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    v = json.loads(r.stdout)
+    plan = load_plan(plan_py)
+    m = plan.make_mesh(DEVICES[0])
+    names = ("model", "optimizer", "rngs", "batch", "train_metrics")
+    ins = [plan.tree_shardings(a, m, n) for a, n in zip(args[:3], names)]
+    ins.append({k: plan.batch_sharding(m, 2) for k in args[3]})
+    ins.append(plan.tree_shardings(args[4], m, names[4]))
+    # The step returns nnx.state((model, optimizer, rngs, train_metrics)): each updated leaf
+    # keeps its argument's sharding, found by the same path components.
+    def parts(path):
+        return tuple(re.findall(r"[A-Za-z0-9_]+", path))
+    by_parts = {parts(k): spec for k, spec in plan.PARAM_SPECS.items()}
+    rep = jax.sharding.PartitionSpec()
+
+    def out_sharding(path, _):
+        t = parts(jax.tree_util.keystr(path))
+        if len(t) >= 2 and t[0] == "0" and t[1] in ("0", "1", "2", "3"):
+            return jax.sharding.NamedSharding(m, by_parts.get((names[(0, 1, 2, 4)[int(t[1])]],) + t[2:], rep))
+        return jax.sharding.NamedSharding(m, rep)
+
+    outs = jax.tree_util.tree_map_with_path(out_sharding, jax.eval_shape(wrapped, *plain))
+    abstract = [jax.tree.map(lambda x, sh: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sh), a, sh)
+                for a, sh in zip(args[:5], ins)]
+    got = {}
+    shardy = jax.config.jax_use_shardy_partitioner
+    try:
+        for partitioner, on in (("shardy", True), ("gspmd", False)):
+            jax.config.update("jax_use_shardy_partitioner", on)
+            fn = jax.jit(wrapped, donate_argnums=(0, 1), in_shardings=tuple(ins), out_shardings=outs)
+            t0 = time.time()
+            got[partitioner] = memory(fn.lower(*abstract).compile())
+            got[partitioner + "_s"] = time.time() - t0
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", shardy)
+    chosen = v["chosen"]
+    return {
+        "model": "flax gemma example", "workload": "train", "batch": batch, "seq": seq,
+        "mesh": chosen["strategy"] + " " + "x".join(str(chosen["mesh"][a]) for a in ("data", "fsdp", "tensor")),
+        "verified": v["verified"]["compiler_bytes"], "count": chosen["memory"]["total"],
+        "moments": len(v.get("state", [])), "xla": got["shardy"], "xla_gspmd": got["gspmd"],
+        "ratio": got["shardy"]["total"] / v["verified"]["compiler_bytes"],
+        "ratio_gspmd": got["gspmd"]["total"] / v["verified"]["compiler_bytes"],
+        "compile_s": got["shardy_s"],
+    }
+
+
+# `--gemma`: the Flax Gemma example's step on these meshes (auto: the plan's own choice).
+GEMMA_MESHES = [None, "data=8", "fsdp=4,tensor=2"]
+
 DEVICES = [None]
 # The step for `--verify` is exported as JAX does by default (Shardy constraints);
 # `--export-gspmd`: with GSPMD `custom_call @Sharding` constraints instead.
@@ -456,6 +536,8 @@ def main() -> int:
     ap.add_argument("--export-gspmd", action="store_true",
                     help="with --libtpu: export the step with GSPMD constraints instead of Shardy ones (JAX's default)")
     ap.add_argument("--keep", help="write the checkpoints, plans and exported steps here (default: a temporary folder)")
+    ap.add_argument("--gemma", nargs="?", const="all", choices=["all", "auto"],
+                    help="with --libtpu: also prove the plan on Flax's Gemma example's own training step (all meshes, or only the plan's choice)")
     a = ap.parse_args()
     EXPORT_SHARDY[0] = not a.export_gspmd
     if a.libtpu:
@@ -507,6 +589,17 @@ def main() -> int:
             print(f"{r['model']:16} {r['workload']:6} {r['mesh']:18} {str(r['remat']):5} {plan/mib:10.1f} {x['total']/mib:9.1f} {r['ratio']:6.3f}"
                   f"  ({(r['plan_weights']+r['plan_opt'])/mib:.1f}+{r['plan_act']/mib:.1f}; {x['argument']/mib:.1f}/{x['output']/mib:.1f}/{x['temp']/mib:.1f}/{x['alias']/mib:.1f})"
                   f"{count} compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}", flush=True)
+        if a.gemma and a.libtpu:
+            for mesh in GEMMA_MESHES if a.gemma == "all" else [None]:
+                r = gemma_case(a.tpuport, tmp, mesh)
+                results.append(r)
+                ok = abs(r["ratio"] - 1) <= a.tolerance
+                bad += not ok
+                mib = 1 << 20
+                print(f"{r['model']:16} {'train':6} {r['mesh']:18} {'False':5} {r['verified']/mib:10.1f} {r['xla']['total']/mib:9.1f} {r['ratio']:6.3f}"
+                      f"  ({r['moments']} moments placed; GSPMD {r['xla_gspmd']['total']/mib:.1f} MiB, {r['ratio_gspmd']:.3f}; XLA arg/out/temp/alias"
+                      f" {r['xla']['argument']/mib:.1f}/{r['xla']['output']/mib:.1f}/{r['xla']['temp']/mib:.1f}/{r['xla']['alias']/mib:.1f})"
+                      f" count {r['count']/mib:.1f} ({r['xla']['total']/r['count']:.3f}) compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}", flush=True)
         if not a.libtpu and not a.no_run:
             for model, layers, mesh in RUN_CASES:
                 if not a.only or model in a.only.split(","):

@@ -481,6 +481,68 @@ fn a_keras_guide_training_step_pairs_moments_by_order() {
 }
 
 #[test]
+fn a_public_training_scripts_own_step_pairs_its_moments_and_knows_its_einsums() {
+    // Flax's Gemma example (google/flax examples/gemma/train.py at a commit): its
+    // `jax_train_step` jitted as the script jits it, the Module and the Optimizer passed whole
+    // (`model.layers[0].attn.q_einsum.kernel.value` next to
+    // `optimizer.opt_state[0].mu['layers'][0]['attn']['q_einsum']['kernel'].value`).
+    let (dir, meta, v) = train_step_plan("flax_gemma_train");
+    let state = v["state"].as_array().unwrap();
+    assert_eq!(state.len(), 68, "{}", v["notes"]);
+    for s in state {
+        let (name, param) = (s["name"].as_str().unwrap(), s["param"].as_str().unwrap());
+        assert!(name.starts_with("optimizer.opt_state[0].") && param.starts_with("model."), "{s}");
+    }
+    assert_eq!(v["unrecognised"], serde_json::json!([]), "{}", v["unrecognised"]);
+    let kinds: std::collections::BTreeSet<&str> =
+        v["params"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    for k in ["query", "key", "attn-out", "mlp-gate", "mlp-up", "mlp-down", "embedding"] {
+        assert!(kinds.contains(k), "{k}: {kinds:?}");
+    }
+    // The emitted spec file carries each moment with its parameter's spec.
+    let spec = output(
+        command()
+            .current_dir(&dir)
+            .args(["shard", "export.mlir", "--emit", "json"])
+            .args(TRAIN_STEP),
+    );
+    assert_eq!(spec.code, 0, "{}", spec.stderr);
+    let spec: serde_json::Value = serde_json::from_str(&spec.stdout).unwrap();
+    assert_eq!(spec["state"].as_array().map(Vec::len), Some(68), "{spec}");
+
+    let Some(lib) = tpuport_testkit::libtpu(
+        "a_public_training_scripts_own_step_pairs_its_moments_and_knows_its_einsums",
+    ) else {
+        return;
+    };
+    let lib = lib.to_str().unwrap().to_owned();
+    let v = plan_json(
+        &dir,
+        "export.mlir",
+        &[&TRAIN_STEP[..], &["--verify", "--plugin", &lib]].concat(),
+    );
+    let ver = &v["verified"];
+    assert_eq!(ver["fits"], true, "{ver}");
+    // Mixed precision: f32 parameters, bf16 matmuls.
+    assert_eq!(
+        (v["param_dtype"].as_str(), v["compute_dtype"].as_str()),
+        (Some("f32"), Some("bf16"))
+    );
+    let unplanned: Vec<&str> =
+        ver["unplanned"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(
+        unplanned,
+        [
+            "optimizer.opt_state[0].count.value",
+            "optimizer.opt_state[2].count.value",
+            "optimizer.step.value"
+        ],
+        "{ver}"
+    );
+    assert_eq!(meta["compute"], "bf16");
+}
+
+#[test]
 fn a_vision_transformer_plans_its_own_token_count() {
     let vit = fixtures().join("torch").join("vit_b_16");
     let v = plan_json(&vit, "legacy.onnx", &["--slice", "v5e-8", "--batch", "32"]);

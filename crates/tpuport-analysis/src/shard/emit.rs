@@ -32,6 +32,15 @@ fn py_str(s: &str) -> String {
     out
 }
 
+/// A JAX `PartitionSpec`: `P()` when nothing is split, which fits a value of any rank (a PRNG
+/// key is `uint32[2]` in the exported module and a rank-0 key array in the program).
+fn jax_spec(spec: &[Option<Axis>]) -> String {
+    if spec.iter().all(Option::is_none) {
+        return "P()".to_owned();
+    }
+    format!("P({})", py_spec(spec))
+}
+
 fn py_spec(spec: &[Option<Axis>]) -> String {
     let parts: Vec<String> =
         spec.iter().map(|a| a.map_or_else(|| "None".to_owned(), |a| py_str(a.as_str()))).collect();
@@ -111,13 +120,13 @@ pub fn jax(plan: &ShardPlan) -> String {
     ));
     s.push_str("# Per parameter path, as the checkpoint or export names it.\nPARAM_SPECS = {\n");
     for p in &plan.params {
-        s.push_str(&format!("    {}: P({}),\n", py_str(&p.name), py_spec(&p.spec)));
+        s.push_str(&format!("    {}: {},\n", py_str(&p.name), jax_spec(&p.spec)));
     }
     let state = state_specs(plan);
     if !state.is_empty() {
         s.push_str("    # The training step's optimizer state, each placed like its parameter.\n");
         for (st, p) in state {
-            s.push_str(&format!("    {}: P({}),\n", py_str(&st.name), py_spec(&p.spec)));
+            s.push_str(&format!("    {}: {},\n", py_str(&st.name), jax_spec(&p.spec)));
         }
     }
     s.push_str("}\n\n");
