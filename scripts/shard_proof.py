@@ -439,7 +439,26 @@ def gemma_case(tpuport, tmp, mesh):
     finally:
         jax.config.update("jax_use_shardy_partitioner", shardy)
     chosen = v["chosen"]
+    # The example's authors' own sharding (`ShardingConfig.fsdp_tp_sharding`, its activations
+    # pinned too) over the same fsdp x tensor mesh, as its training loop compiles it.
+    own = None
+    if chosen["mesh"]["data"] == 1:
+        import numpy as np
+        shape = (chosen["mesh"]["fsdp"], chosen["mesh"]["tensor"])
+        explicit = (jax.sharding.AxisType.Explicit,) * 2
+        host = jax.sharding.Mesh(np.asarray(jax.devices()[:1] * 8).reshape(shape), ("fsdp", "tensor"), axis_types=explicit) \
+            if len(jax.devices()) < 8 else jax.make_mesh(shape, ("fsdp", "tensor"), devices=jax.devices()[:8])
+        target = jax.sharding.Mesh(np.asarray(DEVICES[0] or jax.devices()[:8]).reshape(shape), ("fsdp", "tensor"), axis_types=explicit)
+        step, _, nargs = flax_gemma_step.build(batch, seq, mesh=host)
+
+        def on_target(x):
+            spec = x.sharding.spec if isinstance(x.sharding, jax.sharding.NamedSharding) else rep
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=jax.sharding.NamedSharding(target, spec))
+
+        with jax.set_mesh(target):
+            own = memory(step.lower(*[jax.tree.map(on_target, a) for a in nargs[:5]], *nargs[5:]).compile())
     return {
+        "own": own,
         "model": "flax gemma example", "workload": "train", "batch": batch, "seq": seq,
         "mesh": chosen["strategy"] + " " + "x".join(str(chosen["mesh"][a]) for a in ("data", "fsdp", "tensor")),
         "verified": v["verified"]["compiler_bytes"], "count": chosen["memory"]["total"],
@@ -451,7 +470,7 @@ def gemma_case(tpuport, tmp, mesh):
 
 
 # `--gemma`: the Flax Gemma example's step on these meshes (auto: the plan's own choice).
-GEMMA_MESHES = [None, "data=8", "fsdp=4,tensor=2"]
+GEMMA_MESHES = [None, "data=8", "fsdp=8", "fsdp=4,tensor=2"]
 
 DEVICES = [None]
 # The step for `--verify` is exported as JAX does by default (Shardy constraints);
@@ -599,7 +618,8 @@ def main() -> int:
                 print(f"{r['model']:16} {'train':6} {r['mesh']:18} {'False':5} {r['verified']/mib:10.1f} {r['xla']['total']/mib:9.1f} {r['ratio']:6.3f}"
                       f"  ({r['moments']} moments placed; GSPMD {r['xla_gspmd']['total']/mib:.1f} MiB, {r['ratio_gspmd']:.3f}; XLA arg/out/temp/alias"
                       f" {r['xla']['argument']/mib:.1f}/{r['xla']['output']/mib:.1f}/{r['xla']['temp']/mib:.1f}/{r['xla']['alias']/mib:.1f})"
-                      f" count {r['count']/mib:.1f} ({r['xla']['total']/r['count']:.3f}) compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}", flush=True)
+                      f" count {r['count']/mib:.1f} ({r['xla']['total']/r['count']:.3f}) compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}"
+                      + (f"; the example's own sharding {r['own']['total']/mib:.1f} MiB" if r["own"] else ""), flush=True)
         if not a.libtpu and not a.no_run:
             for model, layers, mesh in RUN_CASES:
                 if not a.only or model in a.only.split(","):

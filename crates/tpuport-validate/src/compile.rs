@@ -340,9 +340,13 @@ fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) {
         let sizes: Vec<u64> = axes.iter().map(|(_, n)| *n).collect();
         Some(tpuport_analysis::shard::gspmd::iota_sharding(&dims, &sizes))
     };
-    let graphs = std::iter::once(&mut model.graph).chain(model.functions.iter_mut());
-    for g in graphs {
+    // Constraints sit in regions too: JAX pins a reduction's scalar body values (flax's
+    // `argmax` in a metric's update) inside the `reduce` op.
+    fn rewrite(g: &mut tpuport_model::Graph, gspmd: &dyn Fn(&str) -> Option<String>) {
         for node in &mut g.nodes {
+            for (_, sub) in &mut node.subgraphs {
+                rewrite(sub, gspmd);
+            }
             if node.op != "sdy.sharding_constraint" {
                 continue;
             }
@@ -358,6 +362,10 @@ fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) {
             node.attrs.push(("backend_config".into(), Attr::Str(String::new())));
             node.attrs.push(("mhlo.sharding".into(), Attr::Str(sharding)));
         }
+    }
+    rewrite(&mut model.graph, &gspmd);
+    for f in &mut model.functions {
+        rewrite(f, &gspmd);
     }
 }
 
@@ -1239,6 +1247,13 @@ mod tests {
     %0 = stablehlo.dot_general %arg2, %arg0, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
     %1 = sdy.sharding_constraint %0 <@mesh, [{"data"}, {}]> : tensor<4x8xf32>
     %2 = stablehlo.add %arg1, %arg0 : tensor<16x8xf32>
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %3 = stablehlo.reduce(%1 init: %cst) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+     reducer(%arg3: tensor<f32>, %arg4: tensor<f32>)  {
+      %5 = sdy.sharding_constraint %arg3 <@mesh, []> : tensor<f32>
+      %6 = stablehlo.add %5, %arg4 : tensor<f32>
+      stablehlo.return %6 : tensor<f32>
+    }
     return %arg0, %2, %1 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>
   }
 }
@@ -1270,6 +1285,8 @@ mod tests {
         // The data argument, the batch-leading result, and the constraint: the batch split.
         assert_eq!(out.matches(batch).count(), 3, "{out}");
         assert!(out.contains(r#"call_target_name = "Sharding""#), "{out}");
+        // The constraint in the reduction's body too (the mesh it named is gone).
+        assert!(out.contains(r#"mhlo.sharding = "{replicated}""#), "{out}");
         assert!(!out.contains("sdy."), "{out}");
         assert!(out.contains("jax.buffer_donor = true"), "{out}");
         assert!(out.contains("mhlo.num_partitions = 8"), "{out}");
