@@ -6,7 +6,7 @@ script's own `static_argnames` and `donate_argnames`, and the arguments it is ca
 `Transformer`, the `nnx.Optimizer` over `optax.adamw` with the script's hyperparameters, the
 `nnx.Rngs`, a packed batch (`inputs`, `inputs_position`, `inputs_segmentation`, `targets`), the
 `nnx.MultiMetric`, label smoothing 0.0 and pad id 0. The model is the example's default
-(`configs/default.py` `transformer_params`: 4 layers, width 256, 4 heads of 128, one KV head,
+(`configs/tiny.py` `transformer_params`: 4 layers, width 256, 4 heads of 128, one KV head,
 vocabulary 35,008 as for LM1B), sharded by the example's own `ShardingConfig.fsdp_tp_sharding`
 over `mesh` (a 1x1 mesh by default: the step as one device runs it).
 

@@ -14,7 +14,7 @@
 //! | HF GPT-2 (`Conv1D`, `[in, out]`) | `attn.c_attn` (fused), `attn.c_proj` | `mlp.c_fc`, `mlp.c_proj` | `wte`, `wpe` | `ln_1`, `ln_f` |
 //! | HF BERT | `attention.self.{query,key,value}`, `attention.output.dense` | `intermediate.dense`, `output.dense` | `word_embeddings`, … | `LayerNorm` |
 //! | Flax/NNX | `attn.{query,key,value,out}` (`[D,H,Dh]`, `[H,Dh,D]`) | `up`, `down` | `embed.embedding` | `ln*.scale` |
-//! | Gemma (Flax example, DeepMind checkpoints) | `attn.{q,kv,qkv,attn_vec}_einsum` (`[N,D,Dh]`, `[2,K,D,Dh]`, `[3,N,D,Dh]`, `[N,Dh,D]`) | `mlp.{gate,up,down}_proj` | `embedder.embedding` (tied) | `pre_attention_norm.scale` |
+//! | Gemma (Flax example) | `attn.{q,kv,qkv,attn_vec}_einsum` (`[N,D,Dh]`, `[2,K,D,Dh]`, `[3,N,D,Dh]`, `[N,Dh,D]`) | `mlp.{gate,up,down}_proj` | `embedder.embedding` (tied) | `pre_attention_norm.scale` |
 //! | keras-hub | `attention/{query,key,value,attention_output}`, `self_attention/…` | `ffw_gating(_2)`, `ffw_linear`, `feedforward_{intermediate,output}_dense` | `token_embedding/embeddings` | `*_norm/scale`, `layer_norm/gamma` |
 //! | torchvision ViT | `self_attention.in_proj_weight` (fused), `self_attention.out_proj` | `mlp.0`, `mlp.3` | `class_token`, `pos_embedding` | `ln_1`, `ln_2`, `ln` |
 //!
