@@ -275,6 +275,14 @@ def collective_counts(compiled) -> dict:
             for op in ("all-gather", "reduce-scatter", "all-reduce")}
 
 
+def tpuport_json(cmd):
+    """Runs a `tpuport --format json` command; its report (exit 1, findings, still reports)."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
 def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
     shapes_fn, forward, heads = MODELS[model]
     shapes = shapes_fn(layers)
@@ -287,10 +295,7 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
            "--heads", str(heads), "--emit", "jax", "-o", plan_py]
     if mesh:
         cmd += ["--mesh", mesh]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)}: {r.stderr.strip()}")
-    report = json.loads(r.stdout)
+    report = tpuport_json(cmd)
     plan = load_plan(plan_py)
     mem = report["chosen"]["memory"]
     m = plan.make_mesh(DEVICES[0])
@@ -353,10 +358,7 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
                 "--batch", str(batch), "--seq", str(seq), "--param-dtype", "f32", "--dtype", "f32",
                 "--heads", str(heads), "--verify", "--plugin", LIBTPU,
                 "--mesh", ",".join(f"{a}={chosen[a]}" for a in ("data", "fsdp", "tensor"))]
-        r = subprocess.run(vcmd, capture_output=True, text=True)
-        if r.returncode not in (0, 1):
-            raise SystemExit(f"{' '.join(vcmd)}: {r.stderr.strip()}")
-        v = json.loads(r.stdout)
+        v = tpuport_json(vcmd)
         verified = {"bytes": v["verified"]["compiler_bytes"], "count": v["chosen"]["memory"]["total"],
                     "unplanned": v["verified"]["unplanned"], "notes": v.get("notes", [])}
     # XLA:CPU does not tile: compare without the plan's TPU padding there.
@@ -401,10 +403,7 @@ def gemma_case(tpuport, tmp, mesh):
            "--verify", "--plugin", LIBTPU, "--emit", "jax", "-o", plan_py]
     if mesh:
         cmd += ["--mesh", mesh]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)}: {r.stderr.strip()}")
-    v = json.loads(r.stdout)
+    v = tpuport_json(cmd)
     plan = load_plan(plan_py)
     m = plan.make_mesh(DEVICES[0])
     names = ("model", "optimizer", "rngs", "batch", "train_metrics")
@@ -440,15 +439,16 @@ def gemma_case(tpuport, tmp, mesh):
         jax.config.update("jax_use_shardy_partitioner", shardy)
     chosen = v["chosen"]
     # The example's authors' own sharding (`ShardingConfig.fsdp_tp_sharding`, its activations
-    # pinned too) over the same fsdp x tensor mesh, as its training loop compiles it.
-    own = None
+    # pinned too) over the same fsdp x tensor mesh: JAX compiles it as the training loop does,
+    # and `tpuport shard --verify` gets the step the loop lowers over its 8 host devices (the
+    # example's pins kept, the plan's specs on the arguments).
+    own = own_verified = None
     if chosen["mesh"]["data"] == 1:
         import numpy as np
         shape = (chosen["mesh"]["fsdp"], chosen["mesh"]["tensor"])
-        explicit = (jax.sharding.AxisType.Explicit,) * 2
-        host = jax.sharding.Mesh(np.asarray(jax.devices()[:1] * 8).reshape(shape), ("fsdp", "tensor"), axis_types=explicit) \
-            if len(jax.devices()) < 8 else jax.make_mesh(shape, ("fsdp", "tensor"), devices=jax.devices()[:8])
-        target = jax.sharding.Mesh(np.asarray(DEVICES[0] or jax.devices()[:8]).reshape(shape), ("fsdp", "tensor"), axis_types=explicit)
+        host = jax.make_mesh(shape, ("fsdp", "tensor"), devices=jax.devices()[:8])
+        target = jax.sharding.Mesh(np.asarray(DEVICES[0]).reshape(shape), ("fsdp", "tensor"),
+                                   axis_types=(jax.sharding.AxisType.Explicit,) * 2)
         step, _, nargs = flax_gemma_step.build(batch, seq, mesh=host)
 
         def on_target(x):
@@ -457,8 +457,15 @@ def gemma_case(tpuport, tmp, mesh):
 
         with jax.set_mesh(target):
             own = memory(step.lower(*[jax.tree.map(on_target, a) for a in nargs[:5]], *nargs[5:]).compile())
+        own_path = os.path.join(tmp, f"step_flax_gemma_own_{mesh or 'auto'}.mlir")
+        with jax.set_mesh(host), open(own_path, "w") as f:
+            f.write(step.lower(*nargs).as_text(debug_info=True))
+        mesh_flag = ",".join(f"{a}={chosen['mesh'][a]}" for a in ("data", "fsdp", "tensor"))
+        own_verified = tpuport_json([tpuport, "--format", "json", "shard", own_path, "--slice", "v5e-8",
+                                     "--workload", "train", "--verify", "--plugin", LIBTPU,
+                                     "--mesh", mesh_flag])["verified"]["compiler_bytes"]
     return {
-        "own": own,
+        "own": own, "own_verified": own_verified,
         "model": "flax gemma example", "workload": "train", "batch": batch, "seq": seq,
         "mesh": chosen["strategy"] + " " + "x".join(str(chosen["mesh"][a]) for a in ("data", "fsdp", "tensor")),
         "verified": v["verified"]["compiler_bytes"], "count": chosen["memory"]["total"],
@@ -616,10 +623,12 @@ def main() -> int:
                 bad += not ok
                 mib = 1 << 20
                 print(f"{r['model']:16} {'train':6} {r['mesh']:18} {'False':5} {r['verified']/mib:10.1f} {r['xla']['total']/mib:9.1f} {r['ratio']:6.3f}"
-                      f"  ({r['moments']} moments placed; GSPMD {r['xla_gspmd']['total']/mib:.1f} MiB, {r['ratio_gspmd']:.3f}; XLA arg/out/temp/alias"
-                      f" {r['xla']['argument']/mib:.1f}/{r['xla']['output']/mib:.1f}/{r['xla']['temp']/mib:.1f}/{r['xla']['alias']/mib:.1f})"
+                      f"  ({r['moments']} moments placed; GSPMD {r['xla_gspmd']['total']/mib:.1f} MiB, {r['ratio_gspmd']:.3f};"
+                      f" arg/out/temp/alias B Shardy {'/'.join(str(r['xla'][k]) for k in ('argument', 'output', 'temp', 'alias'))}"
+                      f" GSPMD {'/'.join(str(r['xla_gspmd'][k]) for k in ('argument', 'output', 'temp', 'alias'))})"
                       f" count {r['count']/mib:.1f} ({r['xla']['total']/r['count']:.3f}) compile {r['compile_s']:.1f}s {'ok' if ok else 'OFF'}"
-                      + (f"; the example's own sharding {r['own']['total']/mib:.1f} MiB" if r["own"] else ""), flush=True)
+                      + (f"; the example's own sharding {r['own']['total']/mib:.1f} MiB (its own export through --verify"
+                         f" {r['own_verified']/mib:.1f})" if r["own"] else ""), flush=True)
         if not a.libtpu and not a.no_run:
             for model, layers, mesh in RUN_CASES:
                 if not a.only or model in a.only.split(","):

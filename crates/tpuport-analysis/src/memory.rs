@@ -774,6 +774,24 @@ pub fn sdy_meshes(model: &Model) -> Vec<SdyMesh> {
     out
 }
 
+/// A Shardy sharding's mesh symbol and, per dimension, its entries as written
+/// (`#sdy.sharding<@mesh, [{}, {"x"}, {"x", "y"}]>` → `mesh`, `[[], ["\"x\""], ["\"x\"",
+/// "\"y\""]]`): a whole axis is a quoted name; a sub-axis (`"x":(1)2`) or an open dimension's
+/// `?` is kept as written for the caller to judge.
+#[must_use]
+pub fn sdy_sharding_dims(attr: &str) -> Option<(&str, Vec<Vec<&str>>)> {
+    let rest = attr.split_once("#sdy.sharding<@")?.1;
+    let (mesh, rest) = rest.split_once(',')?;
+    let body = rest.split_once('[')?.1;
+    let body = &body[..body.rfind(']')?];
+    let dims = body
+        .split('}')
+        .filter_map(|d| d.split_once('{'))
+        .map(|(_, inner)| inner.split(',').map(str::trim).filter(|e| !e.is_empty()).collect())
+        .collect();
+    Some((mesh.trim(), dims))
+}
+
 /// Mesh axis sizes by name, over all of the module's Shardy meshes.
 fn mesh_axes(model: &Model) -> HashMap<String, u64> {
     sdy_meshes(model).into_iter().flat_map(|m| m.axes).collect()
@@ -782,19 +800,13 @@ fn mesh_axes(model: &Model) -> HashMap<String, u64> {
 /// How many pieces each dimension is split into, from a sharding annotation; `None` when
 /// there is no annotation or it cannot be read (treated as replicated).
 fn split_factors(attr: &str, rank: usize, mesh: &HashMap<String, u64>) -> Option<Vec<u64>> {
-    if let Some(i) = attr.find('[')
-        && attr.contains("#sdy.sharding")
-    {
-        // [{}, {"x"}, {"x", "y"}]: per dim, the product of its axes' sizes.
-        let body = &attr[i + 1..attr.rfind(']')?];
-        let dims: Vec<u64> = body
-            .split('}')
-            .filter(|d| d.contains('{'))
+    if let Some((_, dims)) = sdy_sharding_dims(attr) {
+        // Per dim, the product of its axes' sizes (a sub-axis counted as its whole axis).
+        let dims: Vec<u64> = dims
+            .iter()
             .map(|d| {
-                d.split('"')
-                    .enumerate()
-                    .filter(|(k, _)| k % 2 == 1)
-                    .map(|(_, axis)| mesh.get(axis).copied().unwrap_or(1))
+                d.iter()
+                    .filter_map(|e| mesh.get(e.split('"').nth(1)?).copied())
                     .fold(1u64, u64::saturating_mul)
             })
             .collect();
@@ -912,4 +924,25 @@ fn sat_sum(xs: &[u64]) -> u64 {
 
 fn model_input(model: &Model, name: &str) -> bool {
     model.graph.inputs.iter().any(|i| model.graph.value(*i).name == name)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shardy_dims_feed_both_the_split_factors_and_their_callers() {
+        let a = r#"#sdy.sharding<@mesh, [{}, {"x"}, {"x", "y"}, {"y":(1)2, ?}]>"#;
+        let (mesh, dims) = sdy_sharding_dims(a).unwrap();
+        assert_eq!(mesh, "mesh");
+        assert_eq!(
+            dims,
+            vec![vec![], vec![r#""x""#], vec![r#""x""#, r#""y""#], vec![r#""y":(1)2"#, "?"]]
+        );
+        let sizes: HashMap<String, u64> = [("x".to_owned(), 4), ("y".to_owned(), 2)].into();
+        assert_eq!(split_factors(a, 4, &sizes), Some(vec![1, 4, 8, 2]));
+        assert_eq!(split_factors(a, 3, &sizes), None);
+        assert_eq!(sdy_sharding_dims("{devices=[2,1]<=[2]}"), None);
+    }
 }

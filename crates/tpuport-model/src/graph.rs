@@ -233,6 +233,18 @@ impl Graph {
         out.into_iter()
     }
 
+    /// Calls `f` on every node of this graph and of all nested subgraphs, each node before the
+    /// subgraphs it holds: the mutable counterpart of [`Graph::walk_nodes`], for rewrites that
+    /// change nodes in place.
+    pub fn for_each_node_mut(&mut self, f: &mut dyn FnMut(&mut Node)) {
+        for n in &mut self.nodes {
+            f(n);
+            for (_, sg) in &mut n.subgraphs {
+                sg.for_each_node_mut(f);
+            }
+        }
+    }
+
     /// Count of nodes including those in subgraphs.
     #[must_use]
     pub fn total_nodes(&self) -> usize {
@@ -286,6 +298,14 @@ mod tests {
         assert_eq!(g.value(y).producer, Some(n));
         let names: Vec<_> = g.walk_nodes().map(|n| n.name.as_str()).collect();
         assert_eq!(names, vec!["if", "inner"]);
+        let mut seen = Vec::new();
+        g.for_each_node_mut(&mut |n| {
+            seen.push(n.name.clone());
+            n.name.push('!');
+        });
+        assert_eq!(seen, vec!["if", "inner"]);
+        let names: Vec<_> = g.walk_nodes().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, vec!["if!", "inner!"]);
         assert_eq!(g.node(n).attr("then_branch"), Some(&Attr::Graph(0)));
     }
 }

@@ -322,50 +322,44 @@ fn shardy_constraints_to_gspmd(model: &mut tpuport_model::Model) {
     // `#sdy.sharding<@mesh, [{"data"}, {}, {}]>` → the GSPMD text, when every dimension is a
     // closed list of whole axes.
     let gspmd = |text: &str| -> Option<String> {
-        let rest = text.split_once('@')?.1;
-        let (mesh, rest) = rest.split_once(',')?;
-        let axes = &meshes.iter().find(|m| m.name == mesh.trim())?.axes;
-        let body = rest.split_once('[')?.1;
-        let body = &body[..body.rfind(']')?];
-        let mut dims = Vec::new();
-        for d in body.split('}') {
-            let Some((_, inner)) = d.split_once('{') else { continue };
-            let mut dim = Vec::new();
-            for a in inner.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-                let name = a.strip_prefix('"')?.strip_suffix('"')?;
-                dim.push(axes.iter().position(|(n, _)| n == name)?);
-            }
-            dims.push(dim);
-        }
+        let (mesh, dims) = tpuport_analysis::memory::sdy_sharding_dims(text)?;
+        let axes = &meshes.iter().find(|m| m.name == mesh)?.axes;
+        let dims = dims
+            .iter()
+            .map(|d| {
+                d.iter()
+                    .map(|e| {
+                        let name = e.strip_prefix('"')?.strip_suffix('"')?;
+                        axes.iter().position(|(n, _)| n == name)
+                    })
+                    .collect::<Option<Vec<usize>>>()
+            })
+            .collect::<Option<Vec<_>>>()?;
         let sizes: Vec<u64> = axes.iter().map(|(_, n)| *n).collect();
         Some(tpuport_analysis::shard::gspmd::iota_sharding(&dims, &sizes))
     };
     // Constraints sit in regions too: JAX pins a reduction's scalar body values (flax's
     // `argmax` in a metric's update) inside the `reduce` op.
-    fn rewrite(g: &mut tpuport_model::Graph, gspmd: &dyn Fn(&str) -> Option<String>) {
-        for node in &mut g.nodes {
-            for (_, sub) in &mut node.subgraphs {
-                rewrite(sub, gspmd);
-            }
-            if node.op != "sdy.sharding_constraint" {
-                continue;
-            }
-            let text = match node.attr("sharding") {
-                Some(Attr::Str(t) | Attr::Text(t)) => t.clone(),
-                _ => continue,
-            };
-            let Some(sharding) = gspmd(&text) else { continue };
-            "stablehlo.custom_call".clone_into(&mut node.op);
-            "stablehlo".clone_into(&mut node.domain);
-            node.attrs.retain(|(k, _)| k != "sharding");
-            node.attrs.push(("call_target_name".into(), Attr::Str("Sharding".into())));
-            node.attrs.push(("backend_config".into(), Attr::Str(String::new())));
-            node.attrs.push(("mhlo.sharding".into(), Attr::Str(sharding)));
+    let mut rewrite = |node: &mut tpuport_model::Node| {
+        if node.op != "sdy.sharding_constraint" {
+            return;
         }
-    }
-    rewrite(&mut model.graph, &gspmd);
+        let Some(sharding) = (match node.attr("sharding") {
+            Some(Attr::Str(t) | Attr::Text(t)) => gspmd(t),
+            _ => None,
+        }) else {
+            return;
+        };
+        "stablehlo.custom_call".clone_into(&mut node.op);
+        "stablehlo".clone_into(&mut node.domain);
+        node.attrs.retain(|(k, _)| k != "sharding");
+        node.attrs.push(("call_target_name".into(), Attr::Str("Sharding".into())));
+        node.attrs.push(("backend_config".into(), Attr::Str(String::new())));
+        node.attrs.push(("mhlo.sharding".into(), Attr::Str(sharding)));
+    };
+    model.graph.for_each_node_mut(&mut rewrite);
     for f in &mut model.functions {
-        rewrite(f, &gspmd);
+        f.for_each_node_mut(&mut rewrite);
     }
 }
 

@@ -394,6 +394,20 @@ fn train_step_plan(name: &str) -> (PathBuf, serde_json::Value, serde_json::Value
 
 const TRAIN_STEP: [&str; 4] = ["--slice", "v5e-8", "--workload", "train"];
 
+/// The training-step export's `--workload train --verify` plan compiled by libtpu (`extra`
+/// flags added), after checking the compiler says it fits; `None` where no libtpu loads.
+fn verified_train_step(test: &str, dir: &PathBuf, extra: &[&str]) -> Option<serde_json::Value> {
+    let lib = tpuport_testkit::libtpu(test)?;
+    let lib = lib.to_str().unwrap().to_owned();
+    let v = plan_json(
+        dir,
+        "export.mlir",
+        &[&TRAIN_STEP[..], extra, &["--verify", "--plugin", &lib]].concat(),
+    );
+    assert_eq!(v["verified"]["fits"], true, "{}", v["verified"]);
+    Some(v)
+}
+
 #[test]
 fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
     let (dir, meta, v) = train_step_plan("flax_resnet18_train");
@@ -414,19 +428,14 @@ fn a_flax_optax_training_step_places_each_moment_like_its_parameter() {
     assert_eq!(paired, 2 * trainable, "{notes}");
     assert!(notes.contains("told by their names"), "{notes}");
 
-    let Some(lib) =
-        tpuport_testkit::libtpu("a_flax_optax_training_step_places_each_moment_like_its_parameter")
-    else {
+    let Some(v) = verified_train_step(
+        "a_flax_optax_training_step_places_each_moment_like_its_parameter",
+        &dir,
+        &["--mesh", "data=2,fsdp=4"],
+    ) else {
         return;
     };
-    let lib = lib.to_str().unwrap().to_owned();
-    let v = plan_json(
-        &dir,
-        "export.mlir",
-        &[&TRAIN_STEP[..], &["--mesh", "data=2,fsdp=4", "--verify", "--plugin", &lib]].concat(),
-    );
     let ver = &v["verified"];
-    assert_eq!(ver["fits"], true, "{ver}");
     assert_eq!(ver["devices"], 8, "{ver}");
     for n in ver["unplanned"].as_array().unwrap() {
         let n = n.as_str().unwrap();
@@ -458,18 +467,12 @@ fn a_keras_guide_training_step_pairs_moments_by_order() {
         )),
         "{moments}: {notes}"
     );
-    let Some(lib) = tpuport_testkit::libtpu("a_keras_guide_training_step_pairs_moments_by_order")
+    let Some(v) =
+        verified_train_step("a_keras_guide_training_step_pairs_moments_by_order", &dir, &[])
     else {
         return;
     };
-    let lib = lib.to_str().unwrap().to_owned();
-    let v = plan_json(
-        &dir,
-        "export.mlir",
-        &[&TRAIN_STEP[..], &["--verify", "--plugin", &lib]].concat(),
-    );
     let ver = &v["verified"];
-    assert_eq!(ver["fits"], true, "{ver}");
     // Not planned: the optimizer's iteration and learning rate, and the model's non-trainable
     // list (dropout seeds); never a weight (`state[0]`) or a moment.
     let unplanned: Vec<&str> =
@@ -510,24 +513,20 @@ fn a_public_training_scripts_own_step_pairs_its_moments_and_knows_its_einsums() 
     let spec: serde_json::Value = serde_json::from_str(&spec.stdout).unwrap();
     assert_eq!(spec["state"].as_array().map(Vec::len), Some(68), "{spec}");
 
-    let Some(lib) = tpuport_testkit::libtpu(
+    let Some(v) = verified_train_step(
         "a_public_training_scripts_own_step_pairs_its_moments_and_knows_its_einsums",
+        &dir,
+        &[],
     ) else {
         return;
     };
-    let lib = lib.to_str().unwrap().to_owned();
-    let v = plan_json(
-        &dir,
-        "export.mlir",
-        &[&TRAIN_STEP[..], &["--verify", "--plugin", &lib]].concat(),
-    );
     let ver = &v["verified"];
-    assert_eq!(ver["fits"], true, "{ver}");
-    // Mixed precision: f32 parameters, bf16 matmuls.
+    // Mixed precision: f32 parameters, bf16 matmuls, as the export says it built the model.
     assert_eq!(
         (v["param_dtype"].as_str(), v["compute_dtype"].as_str()),
         (Some("f32"), Some("bf16"))
     );
+    assert_eq!((&v["param_dtype"], &v["compute_dtype"]), (&meta["dtype"], &meta["compute"]));
     let unplanned: Vec<&str> =
         ver["unplanned"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     assert_eq!(
@@ -539,7 +538,6 @@ fn a_public_training_scripts_own_step_pairs_its_moments_and_knows_its_einsums() 
         ],
         "{ver}"
     );
-    assert_eq!(meta["compute"], "bf16");
 }
 
 #[test]

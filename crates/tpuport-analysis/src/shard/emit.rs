@@ -122,7 +122,7 @@ pub fn jax(plan: &ShardPlan) -> String {
     for p in &plan.params {
         s.push_str(&format!("    {}: {},\n", py_str(&p.name), jax_spec(&p.spec)));
     }
-    let state = state_specs(plan);
+    let state = plan.state_specs();
     if !state.is_empty() {
         s.push_str("    # The training step's optimizer state, each placed like its parameter.\n");
         for (st, p) in state {
@@ -203,13 +203,6 @@ struct ParamJson<'a> {
     spec: &'a [Option<Axis>],
 }
 
-/// Each optimizer-state argument of a training step with the parameter it is placed like.
-fn state_specs(plan: &ShardPlan) -> Vec<(&super::StateOf, &super::ParamPlan)> {
-    let by_name: std::collections::HashMap<&str, &super::ParamPlan> =
-        plan.params.iter().map(|p| (p.name.as_str(), p)).collect();
-    plan.state.iter().filter_map(|st| Some((st, *by_name.get(st.param.as_str())?))).collect()
-}
-
 /// The plan's mesh and specs as JSON.
 ///
 /// # Errors
@@ -226,7 +219,8 @@ pub fn json(plan: &ShardPlan) -> Result<String, serde_json::Error> {
             .iter()
             .map(|p| ParamJson { name: &p.name, shape: &p.shape, spec: &p.spec })
             .collect(),
-        state: state_specs(plan)
+        state: plan
+            .state_specs()
             .into_iter()
             .map(|(st, p)| StateJson { name: &st.name, like: &p.name, spec: &p.spec })
             .collect(),

@@ -448,6 +448,15 @@ pub struct Verified {
 }
 
 impl ShardPlan {
+    /// Each optimizer-state argument of a training step with the parameter whose spec it
+    /// takes (a state entry naming no planned parameter is left out).
+    #[must_use]
+    pub fn state_specs(&self) -> Vec<(&StateOf, &ParamPlan)> {
+        let by_name: std::collections::HashMap<&str, &ParamPlan> =
+            self.params.iter().map(|p| (p.name.as_str(), p)).collect();
+        self.state.iter().filter_map(|st| Some((st, *by_name.get(st.param.as_str())?))).collect()
+    }
+
     /// Whether the plan fits: the TPU compiler's answer when it was asked (`--verify`), else
     /// the count's.
     #[must_use]

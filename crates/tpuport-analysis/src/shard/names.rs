@@ -334,11 +334,10 @@ pub fn classify(name: &str, shape: &[u64]) -> ParamRole {
     let orientation = if kernel_leaf || conv1d { Orientation::InOut } else { Orientation::OutIn };
     let role = |kind, recognised| ParamRole { kind, orientation, recognised, layer };
 
-    // Metric accumulators a training step carries along (`train_metrics.loss.total`, NNX's
-    // `MultiMetric`) are state too.
+    // The argument-role name rule knows the rest: batch statistics, caches, seeds, RNG
+    // streams, optimizer state, metric accumulators (`train_metrics.loss.total`).
     if STATE_LEAVES.contains(&leaf)
-        || has(&segs, &["batch_stats", "non_trainable", "rng", "rngs", "cache"])
-        || segs.iter().any(|s| s == "metrics" || s.ends_with("_metrics"))
+        || crate::roles::rule_name(name) == Some(crate::roles::Role::State)
     {
         return role(Kind::State, Recognised::Name);
     }

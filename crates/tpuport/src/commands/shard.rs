@@ -131,11 +131,10 @@ fn parse_mesh(s: &str) -> Result<Mesh, String> {
 }
 
 /// A model's parameters, and for a StableHLO training step the optimizer-state arguments that
-/// belong to each (state label, parameter label): placed like their parameter by `--verify`,
-/// not counted as parameters.
+/// belong to each: placed like their parameter by `--verify`, not counted as parameters.
 struct Params {
     params: Vec<ParamInfo>,
-    state: Vec<(String, String)>,
+    state: Vec<shard::StateOf>,
     /// How the state was told apart (`names`, `repetition`).
     state_by: Option<&'static str>,
     /// A StableHLO module's batch and sequence, read off its data arguments: its shapes are
@@ -179,7 +178,10 @@ fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Params> {
         let state = split
             .state
             .iter()
-            .map(|&(s, p)| (args[s].name.clone(), args[p].name.clone()))
+            .map(|&(s, p)| shard::StateOf {
+                name: args[s].name.clone(),
+                param: args[p].name.clone(),
+            })
             .collect();
         let params = split.params.iter().map(|&i| args[i].clone()).collect();
         return Ok(Params { params, state, state_by: split.by, fixed });
@@ -285,10 +287,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
     };
     let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
-    plan.state = state
-        .iter()
-        .map(|(name, param)| shard::StateOf { name: name.clone(), param: param.clone() })
-        .collect();
+    plan.state = state;
     plan.look_wider(&params, &catalog.slices(chip), chip, &opts);
     let from_module: Vec<String> =
         [(a.batch.is_none(), fixed.0, "batch"), (a.seq.is_none(), fixed.1, "sequence")]
@@ -305,7 +304,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         plan.notes.push(format!(
             "training step: {} arguments are optimizer state (told by their {by}), placed like \
              their parameters and counted as the {} state, not as parameters",
-            state.len(),
+            plan.state.len(),
             a.optimizer.as_str()
         ));
     } else if a.workload.is_training()
@@ -336,7 +335,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
                 ),
             });
         }
-        verify(a, &model, &mut plan, &state, &catalog, p, program_dtype)?;
+        verify(a, &model, &mut plan, &catalog, p, program_dtype)?;
     }
     if a.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
@@ -374,7 +373,6 @@ fn verify(
     a: &ShardArgs,
     model: &Model,
     plan: &mut shard::ShardPlan,
-    state: &[(String, String)],
     catalog: &tpuport_hw::Catalog,
     p: &Printer,
     dtype: PlanDtype,
@@ -413,13 +411,12 @@ fn verify(
         }
     }
     // Each optimizer moment takes its parameter's spec.
-    let mut specs: std::collections::BTreeMap<String, Vec<Option<shard::Axis>>> =
-        plan.params.iter().map(|q| (q.name.clone(), q.spec.clone())).collect();
-    for (moment, param) in state {
-        if let Some(spec) = specs.get(param).cloned() {
-            specs.insert(moment.clone(), spec);
-        }
-    }
+    let specs = plan
+        .params
+        .iter()
+        .map(|q| (q.name.clone(), q.spec.clone()))
+        .chain(plan.state_specs().into_iter().map(|(st, q)| (st.name.clone(), q.spec.clone())))
+        .collect();
     let placement = Placement {
         mesh: plan.chosen.mesh,
         params: specs,
@@ -443,7 +440,7 @@ fn verify(
     };
     let report = compile(&req, catalog, p)?;
     let accounted: Vec<String> =
-        data.into_iter().chain(state.iter().map(|(m, _)| m.clone())).collect();
+        data.into_iter().chain(plan.state.iter().map(|st| st.name.clone())).collect();
     plan.record_compiler(&report.audit_facts(&plan.chip), &accounted);
     Ok(())
 }
