@@ -6,7 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use tpuport_analysis::findings::{self, Finding, FindingOptions, Severity};
+use tpuport_analysis::findings::{self, CodeDoc, Finding, FindingOptions, Severity};
+use tpuport_codes::StableCode;
 use tpuport_formats::ImportOptions;
 
 fn data(name: &str) -> PathBuf {
@@ -60,7 +61,7 @@ const TRIGGERS: &[(&str, &str)] = &[
 #[test]
 fn every_code_has_a_triggering_fixture() {
     let covered: BTreeSet<&str> = TRIGGERS.iter().map(|(_, c)| *c).collect();
-    let all: BTreeSet<&str> = findings::registry().iter().map(|d| d.code).collect();
+    let all: BTreeSet<&str> = CodeDoc::all().iter().map(|d| d.code).collect();
     assert_eq!(covered, all, "codes without a fixture (or fixtures for unknown codes)");
 }
 
@@ -161,7 +162,7 @@ fn lowering_hook_reports_unlowered_onnx_ops() {
 
 #[test]
 fn registry_is_complete_and_documented() {
-    let reg = findings::registry();
+    let reg = CodeDoc::all();
     let mut prev = "";
     for d in reg {
         assert!(d.code > prev, "codes sorted and unique: {}", d.code);
@@ -179,9 +180,9 @@ fn registry_is_complete_and_documented() {
             d.summary()
         );
         assert!(tpuport_testkit::repo_root().join(d.source).exists(), "{}", d.source);
-        assert_eq!(findings::lookup(&d.code.to_ascii_lowercase()).map(|x| x.code), Some(d.code));
+        assert_eq!(CodeDoc::lookup(&d.code.to_ascii_lowercase()).map(|x| x.code), Some(d.code));
     }
-    assert!(findings::lookup("TPU101").is_none());
+    assert!(CodeDoc::lookup("TPU101").is_none());
     assert_eq!("warn".parse::<Severity>(), Ok(Severity::Warning));
     assert!("fatal".parse::<Severity>().is_err());
     assert_eq!(serde_json::to_value(Severity::Error).unwrap(), "error");

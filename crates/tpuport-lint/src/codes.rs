@@ -4,8 +4,10 @@
 //! leftovers, `TPU4xx` precision, `TPU5xx` distribution, `TPU6xx` input pipeline, `TPU7xx` JAX
 //! specifics, `TPU8xx` checkpointing.
 
+use tpuport_codes::Documented;
+
 use crate::rules;
-use crate::violation::{AsRule, ViolationDoc};
+use crate::violation::AsRule;
 
 /// Whether a rule runs by default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -53,33 +55,27 @@ impl Family {
     /// Code prefix (`TPU1` …).
     #[must_use]
     pub fn prefix(self) -> &'static str {
-        match self {
-            Family::Recompilation => "TPU1",
-            Family::HostSync => "TPU2",
-            Family::Cuda => "TPU3",
-            Family::Precision => "TPU4",
-            Family::Distribution => "TPU5",
-            Family::InputPipeline => "TPU6",
-            Family::Jax => "TPU7",
-            Family::Checkpointing => "TPU8",
-        }
+        FAMILIES[self as usize].0
     }
 
     /// Human title.
     #[must_use]
     pub fn title(self) -> &'static str {
-        match self {
-            Family::Recompilation => "Recompilation",
-            Family::HostSync => "Host syncs in the step loop",
-            Family::Cuda => "CUDA leftovers",
-            Family::Precision => "Precision",
-            Family::Distribution => "Distribution",
-            Family::InputPipeline => "Input pipeline",
-            Family::Jax => "JAX specifics",
-            Family::Checkpointing => "Checkpointing",
-        }
+        FAMILIES[self as usize].1
     }
 }
+
+/// (code prefix, title) of each [`Family`], in code order.
+pub const FAMILIES: [(&str, &str); 8] = [
+    ("TPU1", "Recompilation"),
+    ("TPU2", "Host syncs in the step loop"),
+    ("TPU3", "CUDA leftovers"),
+    ("TPU4", "Precision"),
+    ("TPU5", "Distribution"),
+    ("TPU6", "Input pipeline"),
+    ("TPU7", "JAX specifics"),
+    ("TPU8", "Checkpointing"),
+];
 
 macro_rules! rule_table {
     ($( $code:literal, $status:ident, $fam:ident :: $module:ident :: $variant:ident; )*) => {
@@ -107,11 +103,11 @@ macro_rules! rule_table {
                 match self { $( Rule::$variant => stringify!($variant), )* }
             }
 
-            fn raw_doc(self) -> &'static str {
-                match self { $( Rule::$variant => <rules::$fam::$module::$variant as ViolationDoc>::DOC, )* }
+            pub(crate) fn doc_comment(self) -> &'static str {
+                match self { $( Rule::$variant => <rules::$fam::$module::$variant as Documented>::DOC, )* }
             }
 
-            fn source_file(self) -> &'static str {
+            pub(crate) fn source_file(self) -> &'static str {
                 match self {
                     $( Rule::$variant => concat!("crates/tpuport-lint/src/rules/", stringify!($fam), "/", stringify!($module), ".rs"), )*
                 }
@@ -207,29 +203,5 @@ impl Rule {
             .into_iter()
             .find(|f| code.starts_with(f.prefix()))
             .unwrap_or(Family::Recompilation)
-    }
-
-    /// The user documentation (Markdown), from the violation's doc comment.
-    #[must_use]
-    pub fn doc(self) -> String {
-        tpuport_codedoc::clean(self.raw_doc())
-    }
-
-    /// First sentence of "What it does", used as the short description.
-    #[must_use]
-    pub fn summary(self) -> String {
-        tpuport_codedoc::summary(&self.doc(), "## What it does")
-    }
-
-    /// Path of the file that defines the rule, relative to the repository root.
-    #[must_use]
-    pub fn source_path(self) -> &'static str {
-        self.source_file()
-    }
-
-    /// The rule with this exact code.
-    #[must_use]
-    pub fn from_code(code: &str) -> Option<Rule> {
-        Rule::ALL.iter().copied().find(|r| r.code().eq_ignore_ascii_case(code))
     }
 }

@@ -1,48 +1,66 @@
-//! Generated rule documentation: `docs/rules/<CODE>.md` and `docs/rules/README.md`, and what
-//! `tpuport explain CODE` prints — one [`CodeDocs`] set, laid out by `tpuport-codedoc`.
+//! The lint rules as a registry of stable codes: `docs/rules/<CODE>.md`, `docs/rules/README.md`
+//! and what `tpuport explain CODE` prints, laid out by `tpuport-codes` from each rule's doc
+//! comment, its status and its fix.
 //!
 //! Regenerate with `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint docs_are_current`; the
 //! same test fails when the checked-in files differ from what the code generates.
 
-use tpuport_codedoc::{CodeDocs, CodePage, Fact};
+use tpuport_codes::{Fact, Registry, StableCode};
 
-use crate::codes::{Family, Rule, RuleStatus};
+use crate::codes::{FAMILIES, Rule, RuleStatus};
 
-/// Directory of the generated pages, relative to the repository root.
-pub const DOCS_DIR: &str = "docs/rules";
+static RULES: Registry = Registry {
+    name: "lint",
+    title: "tpuport rules",
+    docs_dir: "docs/rules",
+    regenerate: "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint docs_are_current",
+    intro: "Run `tpuport explain CODE` for the same text in a terminal.",
+    noun: "rules",
+    summary_heading: "## What it does",
+    families: &FAMILIES,
+};
 
-/// The command that regenerates [`DOCS_DIR`].
-pub const REGENERATE: &str = "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint docs_are_current";
-
-/// The documentation of one rule.
-#[must_use]
-pub fn code_page(rule: Rule) -> CodePage {
-    let (status, short) = match rule.status() {
-        RuleStatus::Stable => ("stable", "stable"),
-        RuleStatus::Preview => ("preview (enable with `--preview` or select the code)", "preview"),
-    };
-    CodePage {
-        code: rule.code().to_owned(),
-        name: rule.name(),
-        family: rule.family().title(),
-        facts: vec![
+impl StableCode for Rule {
+    fn registry() -> &'static Registry {
+        &RULES
+    }
+    fn all() -> &'static [Rule] {
+        Rule::ALL
+    }
+    fn code(&self) -> &'static str {
+        Rule::code(*self)
+    }
+    fn name(&self) -> String {
+        Rule::name(*self)
+    }
+    fn source(&self) -> &'static str {
+        self.source_file()
+    }
+    fn raw_doc(&self) -> &'static str {
+        self.doc_comment()
+    }
+    /// Its status and whether it has a fix.
+    fn facts(&self) -> Vec<Fact> {
+        let (status, short) = match self.status() {
+            RuleStatus::Stable => ("stable", "stable"),
+            RuleStatus::Preview => {
+                ("preview (enable with `--preview` or select the code)", "preview")
+            }
+        };
+        vec![
             Fact {
                 label: "Status",
                 column: "Status",
                 value: status.to_owned(),
                 short: short.to_owned(),
             },
-            Fact::new("Fix", fix_note(rule)),
-        ],
-        source: rule.source_path(),
-        doc: rule.doc(),
-        summary: rule.summary(),
+            Fact::new("Fix", fix_note(&self.doc())),
+        ]
     }
 }
 
 /// `none`, `unsafe`, `display-only` or `safe`, from the first line of the "Fix safety" section.
-fn fix_note(rule: Rule) -> &'static str {
-    let doc = rule.doc();
+fn fix_note(doc: &str) -> &'static str {
     let section = doc.split("## Fix safety").nth(1).unwrap_or("");
     let first = section.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     if first.starts_with("There is no fix") {
@@ -54,24 +72,4 @@ fn fix_note(rule: Rule) -> &'static str {
     } else {
         "safe"
     }
-}
-
-/// Every rule's documentation, in code order.
-#[must_use]
-pub fn code_docs() -> CodeDocs {
-    CodeDocs {
-        registry: "lint",
-        title: "tpuport rules",
-        regenerate: REGENERATE,
-        intro: "Run `tpuport explain CODE` for the same text in a terminal.",
-        noun: "rules",
-        families: Family::ALL.iter().map(|f| (f.prefix(), f.title())).collect(),
-        pages: Rule::ALL.iter().map(|r| code_page(*r)).collect(),
-    }
-}
-
-/// Every generated file: (file name inside `docs/rules/`, contents).
-#[must_use]
-pub fn generate() -> Vec<(String, String)> {
-    code_docs().files()
 }

@@ -2,15 +2,15 @@
 //! edits, renderers, and the `port` codemods.
 //!
 //! Layout follows ruff: one rule per file under `rules/<family>/<rule>.rs`, whose violation
-//! struct's doc comment is the user documentation ([`Rule::doc`]); one code table in
-//! [`codes`]; fixes are [`fix::Edit`]s on the original text applied in start order and
+//! struct's doc comment is the user documentation (`tpuport_codes::StableCode::doc`, which
+//! [`Rule`] implements); one code table in [`codes`]; fixes are [`fix::Edit`]s on the original text applied in start order and
 //! re-linted until stable ([`lint_fix`]). The crate never prints.
 
 mod analyze;
 mod checker;
 pub mod codes;
 mod diagnostic;
-pub mod docs;
+mod docs;
 mod error;
 pub mod files;
 pub mod fix;

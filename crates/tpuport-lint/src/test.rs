@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use tpuport_codes::StableCode;
 use tpuport_python::{LineIndex, parse_module};
 
 use crate::codes::Rule;
@@ -19,7 +20,7 @@ pub(crate) fn crate_dir() -> PathBuf {
 
 /// `resources/test/fixtures/<family>/<CODE>.py`.
 pub(crate) fn fixture_path(rule: Rule) -> PathBuf {
-    let family = Path::new(rule.source_path())
+    let family = Path::new(rule.source())
         .parent()
         .and_then(Path::file_name)
         .unwrap()
@@ -167,8 +168,7 @@ fixture_tests! {
 
 #[test]
 fn docs_are_current() {
-    let dir = tpuport_testkit::repo_root().join(crate::docs::DOCS_DIR);
-    tpuport_testkit::docs::check_dir(&dir, &crate::docs::generate(), crate::docs::REGENERATE);
+    tpuport_testkit::docs::check_code_docs(&Rule::docs());
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn codes_are_unique_and_grouped() {
     for r in Rule::ALL {
         assert!(seen.insert(r.code()), "duplicate {}", r.code());
         assert!(
-            r.source_path().contains(&format!("/{}/", family_dir(*r))),
+            r.source().contains(&format!("/{}/", family_dir(*r))),
             "{} file is not in its family folder",
             r.code()
         );

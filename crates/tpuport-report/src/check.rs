@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
+use tpuport_codes::StableCode;
 use tpuport_lint::codes::{Rule, RuleStatus};
 use tpuport_lint::files::FileReport;
 use tpuport_lint::fix::Applicability;

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
+use tpuport_codes::StableCode;
 use tpuport_profile::Report;
-use tpuport_profile::findings::{self, Finding, Severity};
+use tpuport_profile::findings::{CodeDoc, Finding, Severity};
 
 use crate::human::{bytes, thousands};
 
@@ -95,7 +96,7 @@ fn location(file: &str, line: u32) -> Value {
 /// SARIF 2.1.0: every PRF code as a rule; one result per finding that names a source line.
 #[must_use]
 pub fn sarif(r: &Report) -> String {
-    let rules: Vec<Value> = findings::registry()
+    let rules: Vec<Value> = CodeDoc::all()
         .iter()
         .map(|d| {
             json!({
@@ -104,7 +105,7 @@ pub fn sarif(r: &Report) -> String {
                 "shortDescription": { "text": d.summary() },
                 "help": { "text": d.summary(), "markdown": d.doc() },
                 "defaultConfiguration": { "level": level(d.severity) },
-                "properties": { "family": d.family(), "checkRules": d.check_rules },
+                "properties": { "family": d.family_title(), "checkRules": d.extra.check_rules },
             })
         })
         .collect();
@@ -113,7 +114,7 @@ pub fn sarif(r: &Report) -> String {
         .iter()
         .filter_map(|f| {
             let loc = f.location.as_ref()?;
-            let index = findings::registry().iter().position(|d| d.code == f.code).unwrap_or(0);
+            let index = CodeDoc::all().iter().position(|d| d.code == f.code).unwrap_or(0);
             let related: Vec<Value> = f.related.iter().map(|x| location(&x.file, x.line)).collect();
             Some(json!({
                 "ruleId": f.code,
@@ -218,6 +219,6 @@ mod tests {
         );
         assert_eq!(v["runs"][0]["invocations"][0]["executionSuccessful"], false);
         let rules = v["runs"][0]["tool"]["driver"]["rules"].as_array().cloned().unwrap_or_default();
-        assert_eq!(rules.len(), findings::registry().len());
+        assert_eq!(rules.len(), CodeDoc::all().len());
     }
 }

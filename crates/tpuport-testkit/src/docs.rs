@@ -75,6 +75,13 @@ pub fn check_dir(dir: &Path, files: &[(String, String)], regenerate: &str) {
     );
 }
 
+/// [`check_dir`] for a registry of stable codes: its folder (`docs/rules`, `docs/findings`, …)
+/// under the repository root, its files, its regenerate command.
+pub fn check_code_docs(docs: &tpuport_codes::CodeDocs) {
+    let dir = crate::repo_root().join(docs.registry.docs_dir);
+    check_dir(&dir, &docs.files(), docs.registry.regenerate);
+}
+
 /// Compares the part of the file `path` between the marker lines `begin` and `end` with `want`.
 /// With the switch set, rewrites that part instead. `regenerate` is the command quoted in the
 /// failure message.

@@ -3,7 +3,7 @@
 use super::ctx::{is_low_precision, label, short_op, softmax_exps};
 use super::{Ctx, Rule, Severity, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Exponentials and logarithms outside the softmax pattern (which AUD402 reports): ONNX
     /// `Exp`, `Log`, `Softplus`, `ReduceLogSumExp`, `ReduceLogSum`, and `stablehlo.exponential`,

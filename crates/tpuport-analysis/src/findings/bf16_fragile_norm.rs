@@ -19,7 +19,7 @@ const ONNX: &[&str] = &[
     "SkipSimplifiedLayerNormalization",
 ];
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Softmax and normalization statistics: ONNX `Softmax`, `LogSoftmax`,
     /// `LayerNormalization`, `BatchNormalization`, `InstanceNormalization`,

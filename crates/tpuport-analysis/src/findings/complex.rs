@@ -5,7 +5,7 @@ use tpuport_model::DType;
 use super::ctx::{is_mlir, label, short_op, typed_values};
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// complex64 / complex128 tensors and Fourier transforms (ONNX `DFT` / `STFT`,
     /// `stablehlo.fft`, `stablehlo.complex` / `real` / `imag`).

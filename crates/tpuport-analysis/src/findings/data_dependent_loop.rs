@@ -5,7 +5,7 @@ use tpuport_model::{Graph, Node, ValueKind};
 use super::ctx::{input, is_constant, label, producer, short_op};
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Loops whose number of iterations is decided by tensor values: ONNX `Loop` without a
     /// constant trip count `M`, or whose body computes its own continue condition (an early

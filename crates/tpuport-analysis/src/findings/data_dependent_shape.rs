@@ -57,7 +57,7 @@ fn shape_from_data(g: &Graph, v: ValueId) -> bool {
     false
 }
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Ops whose output shape depends on tensor values: ONNX `NonZero`, `Unique`, `Compress`
     /// (what `torch.nonzero`, `torch.unique`, `x[mask]` and `torch.masked_select` export to),

@@ -6,7 +6,7 @@ use tpuport_model::Dim;
 
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Symbolic (dynamic) dimensions of the model's inputs other than the leading batch
     /// dimension: sequence lengths, image sizes, anonymous `?` dims. The leading dimension of

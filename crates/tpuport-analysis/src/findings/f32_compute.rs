@@ -6,7 +6,7 @@ use super::{Ctx, Rule, Sink};
 use crate::cost;
 use crate::workload::Workload;
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Models whose matmul / convolution / attention FLOPs run mostly in float32: the share of
     /// MXU FLOPs with f32 operands is at least `f32_share` (default 50 %); when unbound dims

@@ -5,7 +5,7 @@ use tpuport_model::DType;
 use super::ctx::{label, typed_values};
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// float64 tensors: inputs, weights or ops computing in f64 (often a leftover NumPy default,
     /// `torch.double`, or `jax_enable_x64`).

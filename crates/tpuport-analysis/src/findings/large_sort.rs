@@ -3,7 +3,7 @@
 use super::ctx::{const_ints, input, int_attr, is_mlir, label, shape, short_op};
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Sorts and top-k selections over long axes: ONNX `TopK` with a large `k` or over a long
     /// axis, `stablehlo.sort`, `chlo.top_k` and `stablehlo.custom_call @TopK` along an axis at

@@ -16,7 +16,7 @@ const ONNX: &[&str] = &[
     "GlobalAveragePool",
 ];
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Accumulating reductions over at least `long_reduction` elements per output (default
     /// 4096): ONNX `ReduceSum` / `ReduceMean` / `ReduceSumSquare` / `ReduceL1` / `ReduceL2` /

@@ -2,68 +2,21 @@
 //! code (`AUD1xx` shapes and control flow, `AUD2xx` element types, `AUD3xx` ops TPUs run badly,
 //! `AUD4xx` precision, `AUD5xx` op granularity) and a user doc (`tpuport explain CODE`).
 //!
-//! One rule per file; the rule's doc comment is its user documentation, collected into
-//! [`registry`] and generated into `docs/findings/` by [`docs`]. Rules work on ONNX graphs and on
+//! One rule per file; the rule's doc comment is its user documentation, collected into the
+//! [`Audit`] registry (`tpuport-codes` renders it into `docs/findings/` and `tpuport explain`). Rules work on ONNX graphs and on
 //! StableHLO graphs (`stablehlo.*` ops), walking subgraphs (Loop/If bodies, regions) and the
 //! model's other functions.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::Serialize;
+use tpuport_codes::{CodeInfo, Fact, Registry, Table};
 use tpuport_model::Model;
 
 use crate::workload::Workload;
 
 mod ctx;
-pub mod docs;
 
 pub(crate) use ctx::{Ctx, Sink};
-
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing; may cost speed or accuracy.
-    Info,
-    /// Likely to hurt: recompilation, slow lowering, accuracy loss.
-    Warning,
-    /// Will fail to compile for TPU or be badly wrong.
-    Error,
-}
-
-impl Severity {
-    /// Every severity, lowest first.
-    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
-
-    /// Lowercase name (`info`, `warning`, `error`).
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Severity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "info" => Ok(Severity::Info),
-            "warning" | "warn" => Ok(Severity::Warning),
-            "error" => Ok(Severity::Error),
-            other => Err(format!("unknown severity `{other}` (expected info, warning or error)")),
-        }
-    }
-}
+pub use tpuport_codes::Severity;
 
 /// One finding about the model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -143,37 +96,37 @@ impl Default for FindingOptions {
     }
 }
 
-/// The documentation of one code.
-#[derive(Clone, Copy, Debug)]
-pub struct CodeDoc {
-    /// Stable code.
-    pub code: &'static str,
-    /// Kebab-case name (`data-dependent-shape`).
-    pub name: &'static str,
-    /// Default severity.
-    pub severity: Severity,
-    /// Rule source file, relative to the repository root.
-    pub source: &'static str,
-    raw_doc: &'static str,
-}
+/// The documentation and facts of one code (see [`tpuport_codes::StableCode`] for its doc,
+/// summary, page and lookup).
+pub type CodeDoc = CodeInfo<Audit>;
 
-impl CodeDoc {
-    /// The family title of this code (from its hundreds digit).
-    #[must_use]
-    pub fn family(&self) -> &'static str {
-        family_title(self.code)
+/// The audit findings' registry: [`CodeDoc`] rows, documented under `docs/findings/`
+/// (regenerate with `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-analysis --test
+/// findings_docs`; the same test fails when the checked-in files differ).
+#[derive(Debug)]
+pub struct Audit;
+
+static AUDIT: Registry = Registry {
+    name: "audit",
+    title: "tpuport audit findings",
+    docs_dir: "docs/findings",
+    regenerate: "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-analysis --test findings_docs",
+    intro: "`tpuport audit MODEL` reports these; run `tpuport explain CODE` for the same text in a terminal.",
+    noun: "codes",
+    summary_heading: "## What it finds",
+    families: &FAMILIES,
+};
+
+impl Table for Audit {
+    type Extra = ();
+    fn registry() -> &'static Registry {
+        &AUDIT
     }
-
-    /// The user documentation (Markdown), from the rule's doc comment.
-    #[must_use]
-    pub fn doc(&self) -> String {
-        tpuport_codedoc::clean(self.raw_doc)
+    fn rows() -> &'static [CodeDoc] {
+        CODES
     }
-
-    /// The first sentence of "What it finds".
-    #[must_use]
-    pub fn summary(&self) -> String {
-        tpuport_codedoc::summary(&self.doc(), "## What it finds")
+    fn facts(row: &CodeDoc) -> Vec<Fact> {
+        vec![Fact::severity(row.severity)]
     }
 }
 
@@ -186,51 +139,19 @@ pub const FAMILIES: [(&str, &str); 5] = [
     ("AUD5", "Op granularity"),
 ];
 
-fn family_title(code: &str) -> &'static str {
-    FAMILIES.iter().find(|(p, _)| code.starts_with(p)).map_or("Other", |(_, t)| t)
-}
-
-/// A rule: its documentation (the struct's doc comment) and its check.
+/// A rule: its documentation (the struct's doc comment, see [`tpuport_codes::documented!`]) and
+/// its check.
 pub(crate) trait Rule {
     /// Finds the pattern and reports through `sink`.
     fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>);
 }
 
-/// Declares a rule struct and captures its doc comment as an associated `DOC` constant, so the
-/// documentation lives in one place: above the struct.
-macro_rules! finding_rule {
-    ($(#[doc = $doc:literal])* pub(crate) struct $name:ident;) => {
-        $(#[doc = $doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub(crate) struct $name;
-        impl $name {
-            pub(crate) const DOC: &'static str = concat!($($doc, "\n"),*);
-        }
-    };
-}
+type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
 
-macro_rules! findings_table {
-    ($( $code:literal, $sev:ident, $module:ident :: $ty:ident, $name:literal; )*) => {
-        $( mod $module; )*
-
-        static REGISTRY: &[CodeDoc] = &[
-            $( CodeDoc {
-                code: $code,
-                name: $name,
-                severity: Severity::$sev,
-                source: concat!("crates/tpuport-analysis/src/findings/", stringify!($module), ".rs"),
-                raw_doc: $module::$ty::DOC,
-            }, )*
-        ];
-
-        type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
-        static CHECKS: &[(&str, Severity, CheckFn)] = &[
-            $( ($code, Severity::$sev, <$module::$ty as Rule>::check), )*
-        ];
-    };
-}
-
-findings_table! {
+tpuport_codes::code_table! {
+    table: Audit,
+    dir: "crates/tpuport-analysis/src/findings",
+    check: Rule => CheckFn;
     "AUD101", Error, data_dependent_shape::DataDependentShape, "data-dependent-shape";
     "AUD102", Warning, dynamic_dims::DynamicDims, "dynamic-dims";
     "AUD103", Warning, data_dependent_loop::DataDependentLoop, "data-dependent-loop";
@@ -249,33 +170,14 @@ findings_table! {
     "AUD501", Warning, tiny_ops::TinyOps, "tiny-ops";
 }
 
-/// Every code, in code order.
-#[must_use]
-pub fn registry() -> &'static [CodeDoc] {
-    REGISTRY
-}
-
-/// The doc of `code` (case-insensitive).
-#[must_use]
-pub fn lookup(code: &str) -> Option<&'static CodeDoc> {
-    REGISTRY.iter().find(|d| d.code.eq_ignore_ascii_case(code))
-}
-
 /// Runs every rule over the model (entry graph, subgraphs, other functions). Findings come most
 /// severe first, then by code.
 #[must_use]
 pub fn check(model: &Model, opts: &FindingOptions) -> Vec<Finding> {
     let cx = Ctx::new(model, opts);
     let mut out = Vec::new();
-    for (code, severity, f) in CHECKS {
-        let ignored = opts.ignore.iter().any(|p| {
-            code.get(..p.len()).is_some_and(|head| !p.is_empty() && head.eq_ignore_ascii_case(p))
-        });
-        if ignored {
-            continue;
-        }
-        let mut sink = Sink::new(code, *severity, &mut out);
-        f(&cx, &mut sink);
+    for (row, check) in tpuport_codes::enabled::<Audit, _>(CHECKS, &opts.ignore) {
+        check(&cx, &mut Sink::new(row.code, row.severity, &mut out));
     }
     out.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(b.code)));
     out

@@ -32,7 +32,7 @@ const HOST_GPU_FRAGMENTS: &[&str] =
 /// ONNX domains whose ops are plain ONNX.
 const STANDARD_DOMAINS: &[&str] = &["", "ai.onnx"];
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Ops no TPU compiler will take: `stablehlo.custom_call`s that target CPU or GPU code
     /// (host callbacks from `jax.pure_callback` / `io_callback` / `debug.print`, LAPACK,

@@ -25,7 +25,7 @@ const POOR: &[(&str, &str)] = &[
     ("LSTM", "a sequential recurrence (one small matmul per step)"),
 ];
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Ops that XLA can express but runs badly on TPU: `NonMaxSuppression`, `RoiAlign`,
     /// `MaxRoiPool`, `GridSample`, `DeformConv` (gather-per-element ops), ONNX sequence ops

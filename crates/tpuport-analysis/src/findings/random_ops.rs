@@ -3,7 +3,7 @@
 use super::ctx::{input, is_constant, is_mlir, label, op_counts, short_op};
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Random number generation inside the graph: ONNX `RandomNormal`, `RandomUniform`,
     /// `RandomNormalLike`, `RandomUniformLike`, `Multinomial`, `Bernoulli`, `Dropout` with a

@@ -3,7 +3,7 @@
 use super::ctx::{is_mlir, label, short_op};
 use super::{Ctx, Rule, Sink};
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Graphs with many scatters: ONNX `ScatterND`, `ScatterElements`, `Scatter`,
     /// `stablehlo.scatter` (what `x.at[i].set/add` in JAX and `index_put_` / `scatter_add_`

@@ -9,7 +9,7 @@ use super::{Ctx, Rule, Sink};
 const STRING_OPS: &[&str] =
     &["StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "CategoryMapper"];
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// String tensors (ONNX `STRING` inputs, outputs, initializers or intermediates) and ops
     /// on strings (`StringNormalizer`, `StringConcat`, `StringSplit`, `RegexFullMatch`,

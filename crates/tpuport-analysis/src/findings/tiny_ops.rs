@@ -11,7 +11,7 @@ const FREE: &[&str] = &[
     "optimization_barrier", "tuple", "get_tuple_element",
 ];
 
-finding_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Graphs where most ops work on tiny tensors: at least `tiny_fraction` (default 50 %) of
     /// the ops with known shapes, and at least `tiny_min_ops` (default 32) ops, produce fewer

@@ -7,7 +7,7 @@ use crate::text::metrics::MetricValue;
 /// A single compilation longer than this is "too slow" (torch_xla's auto-analysis, 300 s).
 const SLOW_COMPILE_NS: f64 = 300e9;
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// The time spent compiling, next to the time spent executing: from the metrics report
     /// (`CompileTime` and `ExecuteTime` accumulators), from a JAX log (the `Finished tracing`,

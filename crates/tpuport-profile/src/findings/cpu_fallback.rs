@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::{Ctx, Draft, Rule, Sink};
 use crate::frames::Frame;
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// torch_xla ops that fell back to the CPU: `aten::<op>` counters in the metrics report
     /// (torch_xla names the counter after the op it hands to `at::native::cpu_fallback`) and

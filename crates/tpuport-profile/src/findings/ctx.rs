@@ -143,7 +143,7 @@ impl<'s> Sink<'s> {
             related: d.related,
             details: d.details,
             evidence,
-            check_rules: d.check_rules.unwrap_or_else(|| self.doc.check_rules.to_vec()),
+            check_rules: d.check_rules.unwrap_or_else(|| self.doc.extra.check_rules.to_vec()),
             fix: d.fix,
         });
     }

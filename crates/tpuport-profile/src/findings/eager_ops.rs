@@ -27,7 +27,7 @@ pub(crate) fn is_primitive(name: &str) -> bool {
     PRIMITIVES.contains(&name)
 }
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// A JAX log (`jax_log_compiles`) with many modules that hold a single primitive
     /// (`Compiling jit(convert_element_type) …`, `jit(broadcast_in_dim)`, `jit(add)`): array

@@ -6,7 +6,7 @@ use super::{Ctx, Draft, Rule, Sink};
 use crate::frames::Frame;
 use crate::text::xla_debug::{AnalysisKind, Cause};
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// A device value read on the host again and again: `PT_XLA_DEBUG` execution analyses
     /// whose cause is "user code trying to access tensor value" (with the user's line), the

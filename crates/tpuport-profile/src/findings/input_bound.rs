@@ -8,7 +8,7 @@ const HIGH: f64 = 20.0;
 /// Input share from which a run is "moderately" input-bound (xprof).
 const MODERATE: f64 = 5.0;
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Steps that spend a large share of their time waiting for the next batch: from a trace's
     /// step markers (`ProfilerStep#N` from `torch.profiler`, `jax.profiler.StepTraceAnnotation`

@@ -3,17 +3,16 @@
 //! time, `PRF6xx` op time), the user's source line when the input names it, and the `check`
 //! rules (`TPUnnn`) that find the same problem statically.
 //!
-//! One rule per file; the rule's doc comment is its user documentation, collected into
-//! [`registry`], printed by `tpuport explain PRFnnn` and generated into `docs/profile/` by
-//! [`docs`].
+//! One rule per file; the rule's doc comment is its user documentation, collected into the
+//! [`Profile`] registry (`tpuport-codes` renders it into `docs/profile/` and `tpuport explain`).
 
 mod ctx;
-pub mod docs;
 
 use std::path::PathBuf;
 
 use serde::Serialize;
-pub use tpuport_analysis::findings::Severity;
+pub use tpuport_codes::Severity;
+use tpuport_codes::{CodeInfo, Fact, Registry, Table};
 
 use crate::Evidence;
 use crate::frames::Frame;
@@ -74,39 +73,55 @@ impl Default for DiagnoseOptions {
     }
 }
 
-/// The documentation of one code.
+/// The documentation and facts of one code (see [`tpuport_codes::StableCode`] for its doc,
+/// summary, page and lookup).
+pub type CodeDoc = CodeInfo<Profile>;
+
+/// What a profile code adds to the common facts.
 #[derive(Clone, Copy, Debug)]
-pub struct CodeDoc {
-    /// Stable code.
-    pub code: &'static str,
-    /// Kebab-case name (`input-bound-steps`).
-    pub name: &'static str,
-    /// Default severity.
-    pub severity: Severity,
+pub struct ProfileFacts {
     /// `check` rules that find the same problem statically.
     pub check_rules: &'static [&'static str],
-    /// Rule source file, relative to the repository root.
-    pub source: &'static str,
-    raw_doc: &'static str,
 }
 
-impl CodeDoc {
-    /// The family title of this code (from its hundreds digit).
-    #[must_use]
-    pub fn family(&self) -> &'static str {
-        FAMILIES.iter().find(|(p, _)| self.code.starts_with(p)).map_or("Other", |(_, t)| t)
-    }
+/// The profile findings' registry: [`CodeDoc`] rows, documented under `docs/profile/`
+/// (regenerate with `TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-profile --test docs`; the same
+/// test fails when the checked-in files differ).
+#[derive(Debug)]
+pub struct Profile;
 
-    /// The user documentation (Markdown), from the rule's doc comment.
-    #[must_use]
-    pub fn doc(&self) -> String {
-        tpuport_codedoc::clean(self.raw_doc)
-    }
+static PROFILE: Registry = Registry {
+    name: "profile",
+    title: "tpuport profile findings",
+    docs_dir: "docs/profile",
+    regenerate: "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-profile --test docs",
+    intro: "`tpuport profile PATH…` reports these (see [../profile.md](../profile.md)); run `tpuport explain CODE` for the same text in a terminal.",
+    noun: "codes",
+    summary_heading: "## What it finds",
+    families: &FAMILIES,
+};
 
-    /// The first sentence of "What it finds".
-    #[must_use]
-    pub fn summary(&self) -> String {
-        tpuport_codedoc::summary(&self.doc(), "## What it finds")
+impl Table for Profile {
+    type Extra = ProfileFacts;
+    fn registry() -> &'static Registry {
+        &PROFILE
+    }
+    fn rows() -> &'static [CodeDoc] {
+        CODES
+    }
+    /// Its severity, and the `tpuport check` rules that find the same problem before a run.
+    fn facts(row: &CodeDoc) -> Vec<Fact> {
+        let rules = row.extra.check_rules;
+        let links: Vec<String> = rules.iter().map(|c| format!("[{c}](../rules/{c}.md)")).collect();
+        vec![
+            Fact::severity(row.severity),
+            Fact {
+                label: "Found before a run by `tpuport check`",
+                column: "Check rules",
+                value: if links.is_empty() { "-".to_owned() } else { links.join(", ") },
+                short: rules.join(", "),
+            },
+        ]
     }
 }
 
@@ -120,43 +135,24 @@ pub const FAMILIES: [(&str, &str); 6] = [
     ("PRF6", "Op time"),
 ];
 
-/// A rule: its documentation (the struct's doc comment) and its check.
+/// A rule: its documentation (the struct's doc comment, see [`tpuport_codes::documented!`]) and
+/// its check.
 pub(crate) trait Rule {
     /// Finds the problem in the evidence and reports through `sink`.
     fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>);
 }
 
-/// Declares a rule struct and captures its doc comment as an associated `DOC` constant.
-macro_rules! profile_rule {
-    ($(#[doc = $doc:literal])* pub(crate) struct $name:ident;) => {
-        $(#[doc = $doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub(crate) struct $name;
-        impl $name {
-            pub(crate) const DOC: &'static str = concat!($($doc, "\n"),*);
-        }
-    };
-}
+type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
 
+/// Rows: code, default severity, rule, name, `check` rules that find the same problem.
 macro_rules! rules_table {
     ($( $code:literal, $sev:ident, $module:ident :: $ty:ident, $name:literal, [$($rule:literal),*]; )*) => {
-        $( mod $module; )*
-
-        static REGISTRY: &[CodeDoc] = &[
-            $( CodeDoc {
-                code: $code,
-                name: $name,
-                severity: Severity::$sev,
-                check_rules: &[$($rule),*],
-                source: concat!("crates/tpuport-profile/src/findings/", stringify!($module), ".rs"),
-                raw_doc: $module::$ty::DOC,
-            }, )*
-        ];
-
-        type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
-        static CHECKS: &[(&str, CheckFn)] = &[
-            $( ($code, <$module::$ty as Rule>::check), )*
-        ];
+        tpuport_codes::code_table! {
+            table: Profile,
+            dir: "crates/tpuport-profile/src/findings",
+            check: Rule => CheckFn;
+            $( $code, $sev, $module::$ty, $name, ProfileFacts { check_rules: &[$($rule),*] }; )*
+        }
     };
 }
 
@@ -172,33 +168,13 @@ rules_table! {
     "PRF601", Info, top_ops::TopOps, "top-ops", [];
 }
 
-/// Every code, in code order.
-#[must_use]
-pub fn registry() -> &'static [CodeDoc] {
-    REGISTRY
-}
-
-/// The doc of `code` (case-insensitive).
-#[must_use]
-pub fn lookup(code: &str) -> Option<&'static CodeDoc> {
-    REGISTRY.iter().find(|d| d.code.eq_ignore_ascii_case(code))
-}
-
 /// Runs every rule over the evidence. Findings come most severe first, then by code.
 #[must_use]
 pub fn diagnose(ev: &Evidence, opts: &DiagnoseOptions) -> Vec<Finding> {
     let cx = Ctx::new(ev, opts);
     let mut out = Vec::new();
-    for (code, f) in CHECKS {
-        let ignored = opts.ignore.iter().any(|p| {
-            code.get(..p.len()).is_some_and(|head| !p.is_empty() && head.eq_ignore_ascii_case(p))
-        });
-        if ignored {
-            continue;
-        }
-        let Some(doc) = lookup(code) else { continue };
-        let mut sink = Sink::new(doc, &cx, &mut out);
-        f(&cx, &mut sink);
+    for (row, check) in tpuport_codes::enabled::<Profile, _>(CHECKS, &opts.ignore) {
+        check(&cx, &mut Sink::new(row, &cx, &mut out));
     }
     out.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(b.code)));
     out

@@ -11,7 +11,7 @@ use crate::text::xla_debug::{AnalysisKind, Cause};
 /// Dynamic-shape rules of `check`, for torch_xla and JAX shape changes.
 const SHAPE_RULES: &[&str] = &["TPU101", "TPU102", "TPU104", "TPU105", "TPU106", "TPU107", "TPU109"];
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// A graph compiled many times during the run: in a `PT_XLA_DEBUG` log, the compilations
     /// triggered from the same user line with the same cause (each with a new `Graph Hash`); in

@@ -4,7 +4,7 @@ use super::ctx::{duration_us, median};
 use super::step_time::sorted_durations;
 use super::{Ctx, Draft, Rule, Sink};
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Steps of a trace that took more than twice the median step time (the factor is
     /// `--outlier-factor`). The first step is left out: it usually holds a compilation.

@@ -3,7 +3,7 @@
 use super::ctx::{duration_us, median};
 use super::{Ctx, Draft, Rule, Sink};
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// Step-time statistics of a trace: the number of steps, their median, mean, 90th
     /// percentile, fastest and slowest, measured from one step marker's start to the next

@@ -4,7 +4,7 @@ use super::ctx::duration_us;
 use super::{Ctx, Draft, Rule, Sink};
 use crate::trace::OpDomain;
 
-profile_rule! {
+tpuport_codes::documented! {
     /// ## What it finds
     /// The ops that took the most time in a trace: device ops when the trace has them (XLA
     /// ops named by `hlo_op`, the `XLA Ops` line of a TPU, GPU kernels and copies), else the

@@ -1,10 +1,10 @@
 //! `tpuport explain CODE`: print the documentation of a code.
 //!
-//! Codes are looked up in each registry in turn (lint rules, then audit findings, then profile findings); a new
-//! registry is one more [`CodeDocs`] set in [`registries`].
+//! Codes are looked up in each registry in turn (lint rules, then audit findings, then profile
+//! findings); a new registry is one more [`StableCode`] type in [`registries`].
 
 use clap::Args;
-use tpuport_codedoc::CodeDocs;
+use tpuport_codes::{CodeDocs, StableCode};
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
@@ -23,17 +23,18 @@ pub(crate) struct ExplainArgs {
 /// Every source of code documentation, tried in order.
 fn registries() -> Vec<CodeDocs> {
     vec![
-        tpuport_lint::docs::code_docs(),
-        tpuport_analysis::findings::docs::code_docs(),
-        tpuport_profile::findings::docs::code_docs(),
+        tpuport_lint::Rule::docs(),
+        tpuport_analysis::findings::CodeDoc::docs(),
+        tpuport_profile::findings::CodeDoc::docs(),
     ]
 }
 
 pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let regs = registries();
     let Some(code) = a.code.as_deref().filter(|_| !a.all) else {
-        let rows =
-            regs.iter().flat_map(|r| r.list().into_iter().map(move |(c, s)| (r.registry, c, s)));
+        let rows = regs
+            .iter()
+            .flat_map(|r| r.list().into_iter().map(move |(c, s)| (r.registry.name, c, s)));
         if g.format == Format::Json {
             let v: Vec<_> = rows
                 .map(|(reg, code, s)| serde_json::json!({"registry": reg, "code": code, "summary": s}))
@@ -49,7 +50,9 @@ pub(crate) fn run(a: &ExplainArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Resul
             let doc = page.render();
             if g.format == Format::Json {
                 let code = code.to_ascii_uppercase();
-                p.json(&serde_json::json!({"registry": r.registry, "code": code, "doc": doc}))?;
+                p.json(
+                    &serde_json::json!({"registry": r.registry.name, "code": code, "doc": doc}),
+                )?;
             } else {
                 p.data(&doc);
             }

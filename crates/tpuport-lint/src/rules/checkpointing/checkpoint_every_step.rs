@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
 use crate::rules::helpers::method;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for checkpoint writes (`torch.save`, `xm.save`, `model.save`,
     /// `save_weights`, `save_checkpoint`) directly in the step loop, not guarded by an

@@ -3,9 +3,9 @@
 use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `flax.training.checkpoints.save_checkpoint` / `restore_checkpoint`.
     ///

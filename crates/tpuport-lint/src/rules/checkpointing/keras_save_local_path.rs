@@ -5,9 +5,9 @@ use tpuport_python::ast::Call;
 use crate::checker::Checker;
 use crate::rules::helpers::method;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// In files that use `TPUStrategy`, checks for `model.save(...)`, `save_weights(...)` and
     /// `ModelCheckpoint(...)` with a literal local path (not `gs://`).

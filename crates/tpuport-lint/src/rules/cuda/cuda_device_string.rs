@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
 use crate::rules::helpers::{is_cuda_device, method};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `"cuda"` / `"cuda:N"` used as a device: `torch.device("cuda")`,
     /// `.to("cuda")`, `device="cuda"` and `map_location="cuda"` arguments.

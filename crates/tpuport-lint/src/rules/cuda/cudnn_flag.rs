@@ -4,9 +4,9 @@ use tpuport_python::ast::{Stmt, StmtKind};
 
 use crate::checker::Checker;
 use crate::fix::{Fix, edits};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for assignments to `torch.backends.cudnn` flags (`benchmark`, `deterministic`,
     /// `enabled`, `allow_tf32`).

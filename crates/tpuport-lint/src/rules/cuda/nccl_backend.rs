@@ -4,9 +4,9 @@ use tpuport_python::ast::Call;
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `torch.distributed.init_process_group("nccl", ...)` (positional or
     /// `backend="nccl"`).

@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Fix, edits};
 use crate::rules::helpers::{LoaderKeyword, is_dataloader, loader_keyword};
 use crate::semantic::Literal;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `DataLoader(..., pin_memory=True)`, also as a `"pin_memory": True` entry of
     /// a dict passed to the loader as `**kwargs` (reported at the entry).

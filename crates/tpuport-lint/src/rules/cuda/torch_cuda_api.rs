@@ -5,9 +5,9 @@ use tpuport_python::ast::{Call, Expr, StmtKind};
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix, edits};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for calls into `torch.cuda` (other than `torch.cuda.amp`, see TPU401/TPU402):
     /// `is_available()`, `device_count()`, `set_device()`, `synchronize()`, `empty_cache()`,

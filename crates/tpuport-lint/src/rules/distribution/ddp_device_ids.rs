@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
 use crate::fix::{Fix, edits};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `DistributedDataParallel(model, device_ids=[...], output_device=...)`.
     ///

@@ -3,9 +3,9 @@
 use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `jax.device_put_replicated` and `jax.device_put_sharded`, and for their Flax
     /// helpers `flax.jax_utils.replicate` and `flax.jax_utils.prefetch_to_device` (which

@@ -5,9 +5,9 @@ use tpuport_python::ast::{Call, Expr, Stmt, StmtKind};
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for imports and uses of `jax.experimental.shard_map.shard_map`.
     ///

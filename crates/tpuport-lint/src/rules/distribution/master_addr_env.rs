@@ -5,9 +5,9 @@ use tpuport_python::ast::Stmt;
 use crate::checker::Checker;
 use crate::rules::helpers::env_var_set;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for PyTorch scripts setting `MASTER_ADDR` or `MASTER_PORT`.
     ///

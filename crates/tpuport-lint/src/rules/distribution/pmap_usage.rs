@@ -3,9 +3,9 @@
 use tpuport_python::ast::Expr;
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for references to `jax.pmap` (calls, decorators, `partial(jax.pmap, ...)`).
     ///

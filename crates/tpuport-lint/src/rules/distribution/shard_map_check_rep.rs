@@ -4,9 +4,9 @@ use tpuport_python::ast::Call;
 
 use crate::checker::Checker;
 use crate::fix::{Applicability, Edit, Fix};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `shard_map(..., check_rep=...)`.
     ///

@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
 use crate::rules::helpers::method;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `x.block_until_ready()`, `jax.block_until_ready(x)` and
     /// `xm.wait_device_ops()` inside a step loop.

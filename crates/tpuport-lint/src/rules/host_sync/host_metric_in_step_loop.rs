@@ -5,9 +5,9 @@ use tpuport_python::ast::{Call, Expr};
 use crate::checker::Checker;
 use crate::rules::helpers::method;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for host-side metric objects updated with tensors inside a training or
     /// evaluation step loop: `metric.add_batch(predictions=..., references=...)` and

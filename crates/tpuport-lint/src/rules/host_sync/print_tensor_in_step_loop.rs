@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr, ExprKind};
 
 use crate::checker::Checker;
 use crate::rules::helpers::is_builtin_call;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `print(...)` of a tensor (directly or inside an f-string) in a training or
     /// evaluation step loop. Printing a Python number (e.g. `loss.item()`, flagged by TPU201)

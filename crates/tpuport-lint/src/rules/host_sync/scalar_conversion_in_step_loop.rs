@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
 use crate::rules::helpers::is_builtin_call;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `float(x)`, `int(x)` and `bool(x)` on a tensor inside a training or
     /// evaluation step loop.

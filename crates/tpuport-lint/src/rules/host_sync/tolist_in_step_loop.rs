@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
 use crate::rules::host_sync::host_method_in_step;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `.tolist()` inside a training or evaluation step loop.
     ///

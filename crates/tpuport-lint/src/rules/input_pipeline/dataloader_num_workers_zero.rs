@@ -5,9 +5,9 @@ use tpuport_python::ast::{Call, Expr, ExprKind};
 use crate::checker::Checker;
 use crate::rules::helpers::{LoaderKeyword, is_dataloader, loader_keyword};
 use crate::semantic::Literal;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `DataLoader(...)` with `num_workers=0` or without `num_workers` (default 0),
     /// looking into dicts passed as `**kwargs`.

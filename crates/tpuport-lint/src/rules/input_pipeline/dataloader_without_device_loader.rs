@@ -5,9 +5,9 @@ use tpuport_python::ast::{Expr, Stmt, StmtKind};
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for step loops that iterate a `torch.utils.data.DataLoader` variable directly
     /// (`for x, y in loader:` or `enumerate(loader)`) instead of through

@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Fix, edits};
 use crate::rules::helpers::method;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for Keras `model.compile(optimizer=..., loss=...)` without
     /// `steps_per_execution`.

@@ -7,9 +7,9 @@ use crate::checker::Checker;
 use crate::fix::{Applicability, Edit, Fix};
 use crate::rules::helpers::{method, method_span};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `tf.data` pipelines that call `.prefetch(...)` before `.batch(...)` /
     /// `.padded_batch(...)`: in one chain (`ds.prefetch(AUTOTUNE).batch(64)`, other dataset

@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
 use crate::rules::helpers::{is_tf_dataset, method};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `tf.data` pipelines that batch but never call `.prefetch(...)` anywhere in
     /// the file.

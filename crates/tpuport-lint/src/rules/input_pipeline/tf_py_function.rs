@@ -3,9 +3,9 @@
 use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `tf.py_function`, `tf.numpy_function` and `tf.compat.v1.py_func`.
     ///

@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr, ExprKind};
 
 use crate::checker::Checker;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks JAX step loops for `np.asarray(x)`, `np.array(x)` and `jax.device_get(x)`.
     ///

@@ -3,9 +3,9 @@
 use tpuport_python::ast::{ExprKind, Stmt, StmtKind};
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for functions jitted with `jax.jit` / `jax.pmap` and no `donate_argnums` /
     /// `donate_argnames`, when a call rebinds an argument to the result

@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
 use crate::rules::helpers::{method, method_span};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for float64 device dtypes: `torch.float64` / `torch.double`, `Tensor.double()`,
     /// `jnp.float64`, `tf.float64` / `tf.double`. NumPy's `np.float64` (host data) is not

@@ -6,9 +6,9 @@ use tpuport_python::visitor::{Visitor, walk_expr, walk_stmt};
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix, edits};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `GradScaler` construction (`torch.cuda.amp.GradScaler`,
     /// `torch.amp.GradScaler`, `torch.GradScaler`).

@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
 use crate::rules::helpers::{method, method_span};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for float16 on the device: `Tensor.half()`, `torch.float16` / `torch.half`,
     /// `jnp.float16`, `tf.float16` (outside autocast calls, which TPU401 covers).

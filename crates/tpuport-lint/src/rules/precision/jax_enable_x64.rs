@@ -4,9 +4,9 @@ use tpuport_python::ast::{Call, Expr, ExprKind, Stmt};
 
 use crate::checker::Checker;
 use crate::rules::helpers::env_var_set;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for turning on 64-bit JAX: `jax.config.update("jax_enable_x64", True)` or the
     /// `JAX_ENABLE_X64` environment variable.

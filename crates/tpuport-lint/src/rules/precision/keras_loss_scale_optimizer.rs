@@ -5,9 +5,9 @@ use tpuport_python::ast::{Call, Expr};
 
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `mixed_precision.LossScaleOptimizer(opt)` in Keras code.
     ///

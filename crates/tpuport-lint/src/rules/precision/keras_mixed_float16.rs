@@ -5,9 +5,9 @@ use tpuport_python::ast::Call;
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for the Keras mixed-precision policy `"mixed_float16"` passed to
     /// `set_global_policy`, `Policy` / `DTypePolicy` or the older `set_policy`.

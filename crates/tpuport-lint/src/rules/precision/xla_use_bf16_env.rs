@@ -4,9 +4,9 @@ use tpuport_python::ast::Stmt;
 
 use crate::checker::Checker;
 use crate::rules::helpers::env_var_set;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for scripts setting `XLA_USE_BF16` or `XLA_DOWNCAST_BF16`.
     ///

@@ -4,9 +4,9 @@ use tpuport_python::ast::{Expr, ExprKind};
 
 use crate::checker::Checker;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for reads like `x[x > 0]`, `x[~mask]` or `x[(a > 0) & (b < 1)]`: indexing a
     /// tensor with a boolean mask built from a comparison.

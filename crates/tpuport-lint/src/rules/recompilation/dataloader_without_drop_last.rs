@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix, edits};
 use crate::rules::helpers::{LoaderKeyword, is_dataloader, is_eval_loader, loader_keyword};
 use crate::semantic::Literal;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `torch.utils.data.DataLoader(...)` calls that batch training data without
     /// `drop_last=True`, also when the keywords come in a `**kwargs` dict built in the same

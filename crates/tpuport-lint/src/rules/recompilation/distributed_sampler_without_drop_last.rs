@@ -5,9 +5,9 @@ use tpuport_python::ast::Call;
 use crate::checker::Checker;
 use crate::fix::{Edit, Fix, edits};
 use crate::rules::helpers::keyword_truthy;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `DistributedSampler(...)` without `drop_last=True`.
     ///

@@ -3,9 +3,9 @@
 use tpuport_python::ast::{Call, ExprKind};
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for per-batch dynamic padding: tokenizer calls with `padding=True` or
     /// `padding="longest"`, `DataCollatorWithPadding` without `padding="max_length"`, and

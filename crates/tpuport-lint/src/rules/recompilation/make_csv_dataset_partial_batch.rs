@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix};
 use crate::rules::helpers::keyword_truthy;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `tf.data.experimental.make_csv_dataset(...)` called with `num_epochs` set
     /// (anything but `None`) when the result is not rebatched with `drop_remainder=True`

@@ -5,9 +5,9 @@ use tpuport_python::ast::{Call, Expr};
 use crate::checker::Checker;
 use crate::rules::helpers::method;
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `torch.nonzero`, `Tensor.nonzero()`, `torch.argwhere`, `jnp.nonzero` /
     /// `jnp.argwhere` / `jnp.flatnonzero` without `size=`, and one-argument `tf.where(cond)`.

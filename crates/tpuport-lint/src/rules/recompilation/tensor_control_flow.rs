@@ -3,9 +3,9 @@
 use tpuport_python::ast::{Stmt, StmtKind};
 
 use crate::checker::Checker;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `if` and `while` statements whose condition is a tensor (a loss, a model
     /// output, a traced argument of a jitted function) inside the training step loop or a

@@ -6,9 +6,9 @@ use crate::checker::Checker;
 use crate::fix::{Edit, Fix, edits};
 use crate::rules::helpers::{is_tf_dataset, keyword_truthy, method};
 use crate::semantic::Framework;
-use crate::violation::{Violation, violation};
+use crate::violation::Violation;
 
-violation! {
+tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `dataset.batch(n)` / `dataset.padded_batch(n)` on a `tf.data` pipeline
     /// without `drop_remainder=True`.

@@ -1,14 +1,11 @@
-//! Code documentation shared by every registry of stable codes (lint rules `TPUxxx`, audit
-//! findings `AUDxxx`, and the next ones).
-//!
-//! A rule's doc comment is its user documentation: the registry captures it as a raw string
-//! (`concat!` of the `#[doc]` attributes), [`clean`] turns it into Markdown, [`summary`] takes the
-//! first sentence under a heading, and a [`CodeDocs`] set renders one page per code plus an index
-//! — the files under `docs/<set>/` and what `tpuport explain CODE` prints. Keeping the extraction
-//! and the page layout here means every registry reads the same way and no registry re-implements
-//! them. This crate depends on nothing, so any library crate can use it.
+//! A code's documentation: the doc comment as Markdown ([`clean`]), its summary ([`summary`]),
+//! its page and its registry's index ([`CodePage`], [`CodeDocs`]) — the files under `docs/<set>/`
+//! and what `tpuport explain CODE` prints — and [`StableCode`], what all of that reads from a
+//! code.
 
 use std::fmt::Write as _;
+
+use crate::Severity;
 
 /// Markdown from a captured doc comment: strips the one space rustdoc keeps at the start of each
 /// `///` line, trims, and ends with exactly one newline.
@@ -63,6 +60,17 @@ impl Fact {
         let value = value.into();
         Fact { label, column: label, short: value.clone(), value }
     }
+
+    /// `Default severity: error` on the page, under `Severity` in the index.
+    #[must_use]
+    pub fn severity(severity: Severity) -> Fact {
+        Fact {
+            label: "Default severity",
+            column: "Severity",
+            value: severity.to_string(),
+            short: severity.to_string(),
+        }
+    }
 }
 
 /// The documentation of one code.
@@ -102,21 +110,104 @@ impl CodePage {
     }
 }
 
-/// A registry's documentation: every code's page and the index page.
-#[derive(Clone, Debug)]
-pub struct CodeDocs {
-    /// Short registry name (`lint`, `audit`), shown by `tpuport explain --format json`.
-    pub registry: &'static str,
+/// One set of codes: its families, its index page and where its files go.
+#[derive(Debug)]
+pub struct Registry {
+    /// Short name (`lint`, `audit`), shown by `tpuport explain --format json`.
+    pub name: &'static str,
     /// Title of the index page (`tpuport rules`).
     pub title: &'static str,
+    /// Folder of the generated files, relative to the repository root (`docs/rules`).
+    pub docs_dir: &'static str,
     /// The command that regenerates the files, quoted on the index page.
     pub regenerate: &'static str,
     /// The index page's second line (where the codes come from, how to read them).
     pub intro: &'static str,
     /// What the codes are called in the count line (`rules`, `codes`).
     pub noun: &'static str,
+    /// The heading whose first sentence is a code's summary (`## What it does`).
+    pub summary_heading: &'static str,
     /// Families in code order: (code prefix, title).
-    pub families: Vec<(&'static str, &'static str)>,
+    pub families: &'static [(&'static str, &'static str)],
+}
+
+impl Registry {
+    /// The title of the family `code` belongs to (`Other` when no prefix matches).
+    #[must_use]
+    pub fn family(&self, code: &str) -> &'static str {
+        self.families.iter().find(|(p, _)| code.starts_with(p)).map_or("Other", |(_, t)| t)
+    }
+}
+
+/// A stable code as `tpuport explain` and the generated docs read it. Implemented by every
+/// registry's code type: [`crate::CodeInfo`] rows (audit, profile) and lint's `Rule` enum.
+pub trait StableCode: Sized + 'static {
+    /// The registry the code belongs to.
+    fn registry() -> &'static Registry;
+    /// Every code of the registry, in code order.
+    fn all() -> &'static [Self];
+    /// Stable code (`TPU101`).
+    fn code(&self) -> &'static str;
+    /// Kebab-case name (`dataloader-without-drop-last`).
+    fn name(&self) -> String;
+    /// The file that defines the rule, relative to the repository root.
+    fn source(&self) -> &'static str;
+    /// The rule's captured doc comment ([`crate::Documented::DOC`]).
+    fn raw_doc(&self) -> &'static str;
+    /// The facts its page shows after the family, in order (severity, status, …).
+    fn facts(&self) -> Vec<Fact>;
+
+    /// The code `code` (case-insensitive).
+    #[must_use]
+    fn lookup(code: &str) -> Option<&'static Self> {
+        Self::all().iter().find(|c| c.code().eq_ignore_ascii_case(code))
+    }
+
+    /// The user documentation (Markdown), from the rule's doc comment.
+    #[must_use]
+    fn doc(&self) -> String {
+        clean(self.raw_doc())
+    }
+
+    /// The first sentence under the registry's summary heading.
+    #[must_use]
+    fn summary(&self) -> String {
+        summary(&self.doc(), Self::registry().summary_heading)
+    }
+
+    /// The title of the code's family.
+    #[must_use]
+    fn family_title(&self) -> &'static str {
+        Self::registry().family(self.code())
+    }
+
+    /// The code's documentation page.
+    #[must_use]
+    fn page(&self) -> CodePage {
+        let doc = self.doc();
+        CodePage {
+            code: self.code().to_owned(),
+            name: self.name(),
+            family: self.family_title(),
+            facts: self.facts(),
+            source: self.source(),
+            summary: summary(&doc, Self::registry().summary_heading),
+            doc,
+        }
+    }
+
+    /// The registry's documentation: every code's page, in code order.
+    #[must_use]
+    fn docs() -> CodeDocs {
+        CodeDocs { registry: Self::registry(), pages: Self::all().iter().map(Self::page).collect() }
+    }
+}
+
+/// A registry's documentation: every code's page and the index page.
+#[derive(Clone, Debug)]
+pub struct CodeDocs {
+    /// The registry.
+    pub registry: &'static Registry,
     /// Every code, in code order.
     pub pages: Vec<CodePage>,
 }
@@ -137,15 +228,16 @@ impl CodeDocs {
     /// The index page: one table per family.
     #[must_use]
     pub fn index(&self) -> String {
-        let mut out = format!("# {}\n\n", self.title);
+        let reg = self.registry;
+        let mut out = format!("# {}\n\n", reg.title);
         let _ = writeln!(
             out,
             "Generated from the rule sources by `{}`; do not edit by hand.",
-            self.regenerate
+            reg.regenerate
         );
-        let _ = writeln!(out, "{}\n", self.intro);
-        let _ = writeln!(out, "{} {}.\n", self.pages.len(), self.noun);
-        for (prefix, title) in &self.families {
+        let _ = writeln!(out, "{}\n", reg.intro);
+        let _ = writeln!(out, "{} {}.\n", self.pages.len(), reg.noun);
+        for (prefix, title) in reg.families {
             let _ = writeln!(out, "## {title} (`{prefix}xx`)\n");
             let columns: Vec<&str> = self
                 .pages
@@ -204,28 +296,28 @@ mod tests {
     }
 
     fn docs() -> CodeDocs {
-        let page = |code: &str, sev: &str| CodePage {
+        let page = |code: &str, sev: Severity| CodePage {
             code: code.to_owned(),
             name: format!("name-{code}"),
             family: "Shapes",
-            facts: vec![Fact {
-                label: "Default severity",
-                column: "Severity",
-                value: sev.to_owned(),
-                short: sev.to_owned(),
-            }],
+            facts: vec![Fact::severity(sev)],
             source: "src/x.rs",
             doc: "## What it finds\nA | B. More.\n".to_owned(),
             summary: "A | B.".to_owned(),
         };
-        CodeDocs {
-            registry: "test",
+        static TEST: Registry = Registry {
+            name: "test",
             title: "test codes",
+            docs_dir: "docs/test",
             regenerate: "make docs",
             intro: "Read them.",
             noun: "codes",
-            families: vec![("X1", "Shapes"), ("X2", "Empty")],
-            pages: vec![page("X101", "error"), page("X102", "info")],
+            summary_heading: "## What it finds",
+            families: &[("X1", "Shapes"), ("X2", "Empty")],
+        };
+        CodeDocs {
+            registry: &TEST,
+            pages: vec![page("X101", Severity::Error), page("X102", Severity::Info)],
         }
     }
 
