@@ -272,7 +272,7 @@ impl CodeDocs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -295,6 +295,18 @@ mod tests {
         assert_eq!(summary(doc, "## What it finds"), "");
     }
 
+    /// The registry of the kernel's tests.
+    pub(crate) static TEST: Registry = Registry {
+        name: "test",
+        title: "test codes",
+        docs_dir: "docs/test",
+        regenerate: "make docs",
+        intro: "Read them.",
+        noun: "codes",
+        summary_heading: "## What it finds",
+        families: &[("X1", "Shapes"), ("X2", "Empty")],
+    };
+
     fn docs() -> CodeDocs {
         let page = |code: &str, sev: Severity| CodePage {
             code: code.to_owned(),
@@ -304,16 +316,6 @@ mod tests {
             source: "src/x.rs",
             doc: "## What it finds\nA | B. More.\n".to_owned(),
             summary: "A | B.".to_owned(),
-        };
-        static TEST: Registry = Registry {
-            name: "test",
-            title: "test codes",
-            docs_dir: "docs/test",
-            regenerate: "make docs",
-            intro: "Read them.",
-            noun: "codes",
-            summary_heading: "## What it finds",
-            families: &[("X1", "Shapes"), ("X2", "Empty")],
         };
         CodeDocs {
             registry: &TEST,

@@ -193,21 +193,10 @@ mod tests {
     #[derive(Debug)]
     struct Test;
 
-    static TEST: Registry = Registry {
-        name: "test",
-        title: "test codes",
-        docs_dir: "docs/test",
-        regenerate: "make docs",
-        intro: "Read them.",
-        noun: "codes",
-        summary_heading: "## What it finds",
-        families: &[("X1", "Exes")],
-    };
-
     impl Table for Test {
         type Extra = u8;
         fn registry() -> &'static Registry {
-            &TEST
+            &crate::pages::tests::TEST
         }
         fn rows() -> &'static [CodeInfo<Self>] {
             CODES
@@ -246,10 +235,10 @@ mod tests {
         assert_eq!(x.name(), "finds-x");
         assert_eq!(x.doc(), "## What it finds\nAn `x`. More.\n");
         assert_eq!(x.summary(), "An `x`.");
-        assert_eq!(x.family_title(), "Exes");
+        assert_eq!(x.family_title(), "Shapes");
         assert_eq!(
             x.page().render(),
-            "# finds-x (X101)\n\nFamily: Exes · Default severity: error · Extra: 7\n\nDerived from `src/finds_x.rs`.\n\n## What it finds\nAn `x`. More.\n"
+            "# finds-x (X101)\n\nFamily: Shapes · Default severity: error · Extra: 7\n\nDerived from `src/finds_x.rs`.\n\n## What it finds\nAn `x`. More.\n"
         );
         assert!(CodeInfo::<Test>::lookup("X103").is_none());
         let _ = finds_y::FindsY { what: String::new() }.what;
