@@ -111,7 +111,9 @@ impl<T: Table> StableCode for CodeInfo<T> {
 
 /// Declares a registry's rule modules and two statics from one table, one row per rule:
 /// `CODES: &[CodeInfo<TABLE>]` (for [`Table::rows`]) and `CHECKS: &[CHECK_FN]`, the rules'
-/// checks in the same order (for [`enabled`]).
+/// checks in the same order (for [`enabled`]). The head names the table, the folder of the rule
+/// files and the domain's check trait with its function type: `check: Rule => fn(&Ctx<'_>, &mut
+/// Sink<'_>);`.
 ///
 /// Each row is `"CODE", Severity, module::Struct, "kebab-name" [, extra];` — the struct is
 /// declared with [`documented!`] in `module` (a file in `dir`, which becomes the code's source

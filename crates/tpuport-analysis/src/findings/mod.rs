@@ -146,12 +146,10 @@ pub(crate) trait Rule {
     fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>);
 }
 
-type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
-
 tpuport_codes::code_table! {
     table: Audit,
     dir: "crates/tpuport-analysis/src/findings",
-    check: Rule => CheckFn;
+    check: Rule => fn(&Ctx<'_>, &mut Sink<'_>);
     "AUD101", Error, data_dependent_shape::DataDependentShape, "data-dependent-shape";
     "AUD102", Warning, dynamic_dims::DynamicDims, "dynamic-dims";
     "AUD103", Warning, data_dependent_loop::DataDependentLoop, "data-dependent-loop";

@@ -142,15 +142,13 @@ pub(crate) trait Rule {
     fn check(cx: &Ctx<'_>, sink: &mut Sink<'_>);
 }
 
-type CheckFn = fn(&Ctx<'_>, &mut Sink<'_>);
-
 /// Rows: code, default severity, rule, name, `check` rules that find the same problem.
 macro_rules! rules_table {
     ($( $code:literal, $sev:ident, $module:ident :: $ty:ident, $name:literal, [$($rule:literal),*]; )*) => {
         tpuport_codes::code_table! {
             table: Profile,
             dir: "crates/tpuport-profile/src/findings",
-            check: Rule => CheckFn;
+            check: Rule => fn(&Ctx<'_>, &mut Sink<'_>);
             $( $code, $sev, $module::$ty, $name, ProfileFacts { check_rules: &[$($rule),*] }; )*
         }
     };
