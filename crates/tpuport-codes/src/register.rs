@@ -73,6 +73,18 @@ pub struct CodeInfo<T: Table> {
     pub extra: T::Extra,
 }
 
+// By hand: a derive would ask `T: Clone` of the registry's marker type.
+impl<T: Table> Clone for CodeInfo<T>
+where
+    T::Extra: Copy,
+{
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Table> Copy for CodeInfo<T> where T::Extra: Copy {}
+
 /// A registry of [`CodeInfo`] rows: what it adds to the kernel.
 pub trait Table: Sized + 'static {
     /// What each row carries besides the common facts (`()` for none).

@@ -3,9 +3,9 @@
 //! `AUD4xx` precision, `AUD5xx` op granularity) and a user doc (`tpuport explain CODE`).
 //!
 //! One rule per file; the rule's doc comment is its user documentation, collected into the
-//! [`Audit`] registry (`tpuport-codes` renders it into `docs/findings/` and `tpuport explain`). Rules work on ONNX graphs and on
-//! StableHLO graphs (`stablehlo.*` ops), walking subgraphs (Loop/If bodies, regions) and the
-//! model's other functions.
+//! [`Audit`] registry (`tpuport-codes` renders it into `docs/findings/` and `tpuport explain`).
+//! Rules work on ONNX graphs and on StableHLO graphs (`stablehlo.*` ops), walking subgraphs
+//! (Loop/If bodies, regions) and the model's other functions.
 
 use serde::Serialize;
 use tpuport_codes::{CodeInfo, Fact, Registry, Table};
