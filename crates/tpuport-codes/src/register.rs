@@ -1,11 +1,11 @@
-//! Registering a rule: its struct with the doc comment captured ([`documented!`]), and, for
+//! Registering a rule: its struct with the doc comment captured ([`documented!`](crate::documented)), and, for
 //! registries of table rows, the row ([`CodeInfo`]) and the table that declares them
-//! ([`code_table!`]).
+//! ([`code_table!`](crate::code_table)).
 
 use crate::Severity;
 use crate::pages::{Fact, Registry, StableCode};
 
-/// A type whose doc comment was captured by [`documented!`].
+/// A type whose doc comment was captured by [`documented!`](crate::documented).
 pub trait Documented {
     /// The doc comment, one `#[doc]` line per line (Markdown after [`crate::clean`]).
     const DOC: &'static str;
@@ -91,7 +91,7 @@ pub trait Table: Sized + 'static {
     type Extra: 'static;
     /// The registry's description.
     fn registry() -> &'static Registry;
-    /// Every row, in code order (the `CODES` of [`code_table!`]).
+    /// Every row, in code order (the `CODES` of [`code_table!`](crate::code_table)).
     fn rows() -> &'static [CodeInfo<Self>];
     /// The facts a code's page shows after its family (start with [`Fact::severity`]).
     fn facts(row: &CodeInfo<Self>) -> Vec<Fact>;
@@ -128,7 +128,7 @@ impl<T: Table> StableCode for CodeInfo<T> {
 /// Sink<'_>);`.
 ///
 /// Each row is `"CODE", Severity, module::Struct, "kebab-name" [, extra];` — the struct is
-/// declared with [`documented!`] in `module` (a file in `dir`, which becomes the code's source
+/// declared with [`documented!`](crate::documented) in `module` (a file in `dir`, which becomes the code's source
 /// path) and implements the domain's check trait, whose function is `check`. `extra` is
 /// [`Table::Extra`] (omitted: `()`).
 #[macro_export]
@@ -158,7 +158,7 @@ macro_rules! code_table {
     };
 }
 
-/// The rows of `T` with their checks (`checks` in row order: the `CHECKS` of [`code_table!`]),
+/// The rows of `T` with their checks (`checks` in row order: the `CHECKS` of [`code_table!`](crate::code_table)),
 /// less the codes `ignore` names: codes or code prefixes (`AUD401`, `AUD4`), case-insensitive.
 pub fn enabled<'a, T: Table, C>(
     checks: &'a [C],
