@@ -1,6 +1,6 @@
-//! Registering a rule: its struct with the doc comment captured ([`documented!`](crate::documented)), and, for
-//! registries of table rows, the row ([`CodeInfo`]) and the table that declares them
-//! ([`code_table!`](crate::code_table)).
+//! Registering a rule: its struct with the doc comment captured
+//! ([`documented!`](crate::documented)), and, for registries of table rows, the row
+//! ([`CodeInfo`]) and the table that declares them ([`code_table!`](crate::code_table)).
 
 use crate::Severity;
 use crate::pages::{Fact, Registry, StableCode};
@@ -128,9 +128,9 @@ impl<T: Table> StableCode for CodeInfo<T> {
 /// Sink<'_>);`.
 ///
 /// Each row is `"CODE", Severity, module::Struct, "kebab-name" [, extra];` — the struct is
-/// declared with [`documented!`](crate::documented) in `module` (a file in `dir`, which becomes the code's source
-/// path) and implements the domain's check trait, whose function is `check`. `extra` is
-/// [`Table::Extra`] (omitted: `()`).
+/// declared with [`documented!`](crate::documented) in `module` (a file in `dir`, which becomes
+/// the code's source path) and implements the domain's check trait, whose function is `check`.
+/// `extra` is [`Table::Extra`] (omitted: `()`).
 #[macro_export]
 macro_rules! code_table {
     (@extra) => { () };
@@ -158,8 +158,9 @@ macro_rules! code_table {
     };
 }
 
-/// The rows of `T` with their checks (`checks` in row order: the `CHECKS` of [`code_table!`](crate::code_table)),
-/// less the codes `ignore` names: codes or code prefixes (`AUD401`, `AUD4`), case-insensitive.
+/// The rows of `T` with their checks (`checks` in row order: the `CHECKS` of
+/// [`code_table!`](crate::code_table)), less the codes `ignore` names: codes or code prefixes
+/// (`AUD401`, `AUD4`), case-insensitive.
 pub fn enabled<'a, T: Table, C>(
     checks: &'a [C],
     ignore: &'a [String],
