@@ -12,11 +12,10 @@
 //! [`discover`] finds the files, [`read_input`] reads one into an [`Evidence`], and
 //! [`findings::diagnose`] turns the evidence into findings with `PRFnnn` codes, each naming the
 //! user's source line when the input has it and the `check` rule that finds the same problem
-//! before a run. [`compat`] holds the known-good framework version pairs `doctor` judges.
+//! before a run.
 //!
 //! Nothing here prints.
 
-pub mod compat;
 mod error;
 pub mod findings;
 pub mod frames;

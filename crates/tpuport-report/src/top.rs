@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use tpuport_deploy::libtpu::Snapshot;
-use tpuport_deploy::top::{Bar, Percentiles, TargetView};
+use tpuport_monitor::libtpu::Snapshot;
+use tpuport_monitor::top::{Bar, Percentiles, TargetView};
 
 /// Seconds as `1.2 ms` / `35 µs` / `1.50 s`.
 #[must_use]

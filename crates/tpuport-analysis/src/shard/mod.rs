@@ -27,6 +27,7 @@ pub mod emit;
 pub mod graph_paths;
 pub mod gspmd;
 pub mod names;
+pub mod params;
 pub mod spec;
 pub mod step;
 

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use tpuport_analysis::roles::Role;
-use tpuport_analysis::shard::{self, Mesh, ParamInfo, ShardOptions, Strategy, emit};
+use tpuport_analysis::shard::{self, Mesh, ShardOptions, Strategy, emit};
 use tpuport_analysis::{Optimizer, Workload};
-use tpuport_model::{DType, Model, ModelFormat, WeightData};
+use tpuport_model::{DType, Model, ModelFormat};
 
 use crate::cli::GlobalArgs;
 use crate::commands::{RoleArgs, Status};
@@ -130,92 +130,6 @@ fn parse_mesh(s: &str) -> Result<Mesh, String> {
     Mesh::parse(s).map_err(|e| e.to_string())
 }
 
-/// A model's parameters, and for a StableHLO training step the optimizer-state arguments that
-/// belong to each: placed like their parameter by `--verify`, not counted as parameters.
-struct Params {
-    params: Vec<ParamInfo>,
-    state: Vec<shard::StateOf>,
-    /// How the state was told apart (`names`, `repetition`).
-    state_by: Option<&'static str>,
-    /// A StableHLO module's batch and sequence, read off its data arguments: its shapes are
-    /// fixed, so they are the plan's unless `--batch` / `--seq` say otherwise.
-    fixed: (Option<u64>, Option<u64>),
-}
-
-/// The parameters of a model: a StableHLO module's weight and state arguments (by the
-/// argument-role rules; for a training step, less the optimizer's moments,
-/// `shard::step::split`), else the stored float tensors.
-fn parameters(a: &ShardArgs, model: &Model) -> anyhow::Result<Params> {
-    if matches!(
-        model.format,
-        tpuport_model::ModelFormat::StablehloText | tpuport_model::ModelFormat::StablehloBytecode
-    ) && model.weights.is_empty()
-    {
-        let roles = a.roles.roles(&a.model, model)?;
-        let args: Vec<ParamInfo> = roles
-            .args
-            .iter()
-            .filter(|r| r.role != Role::Data)
-            .filter_map(|r| {
-                let dtype = DType::from_mlir(&r.dtype).or_else(|| DType::from_name(&r.dtype))?;
-                Some(ParamInfo {
-                    name: r.label().to_owned(),
-                    shape: r.shape.clone()?,
-                    dtype,
-                    graph_path: None,
-                    lookup_only: false,
-                })
-            })
-            .collect();
-        let fixed = (roles.batch, roles.sequence);
-        if !a.workload.is_training() {
-            return Ok(Params { params: args, state: Vec::new(), state_by: None, fixed });
-        }
-        let named: Vec<(String, Vec<u64>)> =
-            args.iter().map(|p| (p.name.clone(), p.shape.clone())).collect();
-        let copies = usize::try_from(a.optimizer.full_state_slots()).unwrap_or(0);
-        let split = shard::step::split(&named, copies);
-        let state = split
-            .state
-            .iter()
-            .map(|&(s, p)| shard::StateOf {
-                name: args[s].name.clone(),
-                param: args[p].name.clone(),
-            })
-            .collect();
-        let params = split.params.iter().map(|&i| args[i].clone()).collect();
-        return Ok(Params { params, state, state_by: split.by, fixed });
-    }
-    // Tied tensors (a `.pt` state dict names GPT-2's `lm_head.weight` and `wte.weight` over
-    // one storage) are one parameter: the first name is kept.
-    let mut seen = std::collections::HashSet::new();
-    let mut paths = shard::graph_paths::graph_paths(model);
-    let lookups = shard::graph_paths::lookup_only(model);
-    let params = model
-        .weights
-        .iter()
-        .filter(|w| w.dtype.is_float())
-        // Scalars are constants, not parameters to shard. (torch.onnx's dynamo `val_N`
-        // initializers are kept: some are transposed Linear weights; they are placed by shape.)
-        .filter(|w| !w.shape.is_empty())
-        .filter(|w| match &w.data {
-            WeightData::Mapped { path, offset, len, .. }
-            | WeightData::File { path, offset, len } => {
-                seen.insert((path.clone(), *offset, *len, w.shape.clone()))
-            }
-            _ => true,
-        })
-        .map(|w| ParamInfo {
-            name: w.name.clone(),
-            shape: w.shape.clone(),
-            dtype: w.dtype,
-            graph_path: paths.remove(&w.name),
-            lookup_only: lookups.contains(&w.name),
-        })
-        .collect();
-    Ok(Params { params, state: Vec::new(), state_by: None, fixed: (None, None) })
-}
-
 pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
     let catalog = crate::commands::catalog::load(a.catalog.as_ref())?;
     let slice = catalog.slice(&a.slice)?;
@@ -250,7 +164,11 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         );
     }
     let imported = std::time::Instant::now();
-    let Params { params, state, state_by, fixed } = parameters(a, &model)?;
+    let roles = tpuport_analysis::roles::RoleOptions { data_args: a.roles.data_args.clone() };
+    let shard::params::ModelParams { params, state, state_by, fixed_batch, fixed_seq } =
+        shard::params::model_params(&model, &roles, a.workload, a.optimizer)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
+    let fixed = (fixed_batch, fixed_seq);
     // `--verify` compiles a program, and the plan counts it in the program's dtypes so that the
     // two figures compare like with like. tpuport's lowering of an ONNX model keeps weights and
     // activations in one dtype: f32 unless the parameters are asked in bf16. A StableHLO

@@ -1,16 +1,16 @@
 //! `tpuport top URL...`: watch `tpuport serve` instances' `/metrics` (and, on a TPU VM,
 //! libtpu's runtime metrics): a live terminal view, or `--once` one snapshot, with alarms
 //! exit-coded by `--check`. The scraping, the figures and the alarm rules are
-//! `tpuport_deploy::{prom, top, libtpu}`; the screen is `top_view`.
+//! `tpuport_monitor::{prom, top, libtpu}`; the screen is `top_view`.
 
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use clap::Args;
 use serde::Serialize;
-use tpuport_deploy::libtpu::{self, Snapshot};
-use tpuport_deploy::prom::{self, Exposition};
-use tpuport_deploy::top::{TargetView, Thresholds, Watch};
+use tpuport_monitor::libtpu::{self, Snapshot};
+use tpuport_monitor::prom::{self, Exposition};
+use tpuport_monitor::top::{TargetView, Thresholds, Watch};
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;

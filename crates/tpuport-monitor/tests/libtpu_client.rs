@@ -11,7 +11,7 @@ use std::time::Duration;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use tonic::body::Body;
-use tpuport_deploy::libtpu::{self, proto};
+use tpuport_monitor::libtpu::{self, proto};
 
 fn metric(id: i64, v: proto::GaugeValue) -> proto::Metric {
     proto::Metric {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::error::DeployError;
+use crate::error::MonitorError;
 
 /// Largest `/metrics` body read (bytes).
 pub const MAX_BODY: usize = 32 << 20;
@@ -81,14 +81,14 @@ impl Exposition {
 /// Parses a body; `origin` names it in errors.
 ///
 /// # Errors
-/// [`DeployError::Exposition`] with the line number.
-pub fn parse(text: &str, origin: &str) -> Result<Exposition, DeployError> {
+/// [`MonitorError::Exposition`] with the line number.
+pub fn parse(text: &str, origin: &str) -> Result<Exposition, MonitorError> {
     let mut e = Exposition::default();
     // The family the current samples belong to (set by `# TYPE`).
     let mut current: Option<String> = None;
     let mut count = 0usize;
     for (i, raw) in text.lines().enumerate() {
-        let fail = |reason: String| DeployError::Exposition {
+        let fail = |reason: String| MonitorError::Exposition {
             url: origin.to_owned(),
             line: i + 1,
             reason,
@@ -246,10 +246,10 @@ fn unescape_help(s: &str) -> String {
 /// body.
 ///
 /// # Errors
-/// [`DeployError::Scrape`]: a bad URL, no connection, a status other than 200, a body over
+/// [`MonitorError::Scrape`]: a bad URL, no connection, a status other than 200, a body over
 /// [`MAX_BODY`].
-pub fn fetch(url: &str, timeout: Duration) -> Result<String, DeployError> {
-    let fail = |reason: String| DeployError::Scrape { url: url.to_owned(), reason };
+pub fn fetch(url: &str, timeout: Duration) -> Result<String, MonitorError> {
+    let fail = |reason: String| MonitorError::Scrape { url: url.to_owned(), reason };
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| fail("only http:// URLs are supported".to_owned()))?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::error::DeployError;
+use crate::error::MonitorError;
 
 /// The address libtpu serves on when a framework holds the TPU.
 pub const DEFAULT_ADDR: &str = "localhost:8431";
@@ -171,102 +171,125 @@ pub struct Snapshot {
     pub devices: BTreeMap<i64, Device>,
 }
 
-fn value(m: &proto::Metric) -> Option<f64> {
-    #[allow(clippy::cast_precision_loss, reason = "bytes and percentages as f64")]
-    match (&m.gauge, &m.counter) {
-        (Some(g), _) => match g.value.as_ref()? {
-            proto::GaugeValue::AsDouble(v) => Some(*v),
-            proto::GaugeValue::AsInt(v) => Some(*v as f64),
-            proto::GaugeValue::AsString(s) => s.parse().ok(),
-            proto::GaugeValue::AsBool(b) => Some(f64::from(u8::from(*b))),
-        },
-        (None, Some(c)) => match c.value.as_ref()? {
-            proto::CounterValue::AsDouble(v) => Some(*v),
-            proto::CounterValue::AsInt(v) => Some(*v as f64),
-        },
-        (None, None) => None,
-    }
-}
-
-fn device_id(m: &proto::Metric) -> Option<i64> {
-    match m.attribute.as_ref()?.value.as_ref()?.attr.as_ref()? {
-        proto::Attr::IntAttr(i) => Some(*i),
-        proto::Attr::StringAttr(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-async fn unary<Req, Resp>(
-    grpc: &mut tonic::client::Grpc<tonic::transport::Channel>,
-    path: &'static str,
-    req: Req,
-) -> Result<Resp, tonic::Status>
-where
-    Req: prost::Message + Send + Sync + 'static,
-    Resp: prost::Message + Default + Send + Sync + 'static,
-{
-    grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-    let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
-    let path = http::uri::PathAndQuery::from_static(path);
-    Ok(grpc.unary(tonic::Request::new(req), path, codec).await?.into_inner())
-}
-
 /// Reads HBM use and duty cycle from the service at `addr` (`host:port`), waiting at most
 /// `timeout` for each step.
 ///
 /// # Errors
-/// [`DeployError::Libtpu`]: nothing listens there, or the service answered an error for
+/// [`MonitorError::Libtpu`]: nothing listens there, or the service answered an error for
 /// every metric.
-pub fn read(addr: &str, timeout: Duration) -> Result<Snapshot, DeployError> {
-    let fail = |reason: String| DeployError::Libtpu { addr: addr.to_owned(), reason };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
-    rt.block_on(async {
-        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|e| fail(e.to_string()))?
-            .connect_timeout(timeout)
-            .timeout(timeout);
-        let channel = endpoint.connect().await.map_err(|e| fail(tpuport_model::error_chain(&e)))?;
-        let mut grpc = tonic::client::Grpc::new(channel);
-        let supported: proto::ListSupportedMetricsResponse = unary(
-            &mut grpc,
-            LIST_SUPPORTED_METRICS,
-            proto::ListSupportedMetricsRequest { filter: String::new() },
-        )
-        .await
-        .map_err(|s| fail(format!("ListSupportedMetrics: {}", s.message())))?;
-        let mut snap = Snapshot {
+pub fn read(addr: &str, timeout: Duration) -> Result<Snapshot, MonitorError> {
+    #[cfg(feature = "libtpu-grpc")]
+    return transport::read(addr, timeout);
+    #[cfg(not(feature = "libtpu-grpc"))]
+    {
+        let _ = timeout;
+        Err(MonitorError::Libtpu {
             addr: addr.to_owned(),
-            supported: supported.supported_metric.into_iter().map(|m| m.metric_name).collect(),
-            devices: BTreeMap::new(),
-        };
-        let mut errors = Vec::new();
-        for name in [HBM_USAGE, HBM_TOTAL, DUTY_CYCLE] {
-            let req =
-                proto::MetricRequest { metric_name: name.to_owned(), skip_node_aggregation: false };
-            let resp: proto::MetricResponse = match unary(&mut grpc, GET_RUNTIME_METRIC, req).await
-            {
-                Ok(r) => r,
-                Err(s) => {
-                    errors.push(format!("{name}: {}", s.message()));
-                    continue;
-                }
+            reason: "this build has no libtpu gRPC client (feature `libtpu-grpc` is off)".into(),
+        })
+    }
+}
+
+/// The gRPC transport: tokio, a tonic channel and two unary calls.
+#[cfg(feature = "libtpu-grpc")]
+mod transport {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::{DUTY_CYCLE, GET_RUNTIME_METRIC, HBM_TOTAL, HBM_USAGE, LIST_SUPPORTED_METRICS};
+    use super::{MonitorError, Snapshot, proto};
+
+    fn value(m: &proto::Metric) -> Option<f64> {
+        #[allow(clippy::cast_precision_loss, reason = "bytes and percentages as f64")]
+        match (&m.gauge, &m.counter) {
+            (Some(g), _) => match g.value.as_ref()? {
+                proto::GaugeValue::AsDouble(v) => Some(*v),
+                proto::GaugeValue::AsInt(v) => Some(*v as f64),
+                proto::GaugeValue::AsString(s) => s.parse().ok(),
+                proto::GaugeValue::AsBool(b) => Some(f64::from(u8::from(*b))),
+            },
+            (None, Some(c)) => match c.value.as_ref()? {
+                proto::CounterValue::AsDouble(v) => Some(*v),
+                proto::CounterValue::AsInt(v) => Some(*v as f64),
+            },
+            (None, None) => None,
+        }
+    }
+
+    fn device_id(m: &proto::Metric) -> Option<i64> {
+        match m.attribute.as_ref()?.value.as_ref()?.attr.as_ref()? {
+            proto::Attr::IntAttr(i) => Some(*i),
+            proto::Attr::StringAttr(s) => s.parse().ok(),
+            _ => None,
+        }
+    }
+
+    async fn unary<Req, Resp>(
+        grpc: &mut tonic::client::Grpc<tonic::transport::Channel>,
+        path: &'static str,
+        req: Req,
+    ) -> Result<Resp, tonic::Status>
+    where
+        Req: prost::Message + Send + Sync + 'static,
+        Resp: prost::Message + Default + Send + Sync + 'static,
+    {
+        grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
+        let path = http::uri::PathAndQuery::from_static(path);
+        Ok(grpc.unary(tonic::Request::new(req), path, codec).await?.into_inner())
+    }
+
+    pub(super) fn read(addr: &str, timeout: Duration) -> Result<Snapshot, MonitorError> {
+        let fail = |reason: String| MonitorError::Libtpu { addr: addr.to_owned(), reason };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
+        rt.block_on(async {
+            let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                .map_err(|e| fail(e.to_string()))?
+                .connect_timeout(timeout)
+                .timeout(timeout);
+            let channel = endpoint.connect().await.map_err(|e| fail(tpuport_model::error_chain(&e)))?;
+            let mut grpc = tonic::client::Grpc::new(channel);
+            let supported: proto::ListSupportedMetricsResponse = unary(
+                &mut grpc,
+                LIST_SUPPORTED_METRICS,
+                proto::ListSupportedMetricsRequest { filter: String::new() },
+            )
+            .await
+            .map_err(|s| fail(format!("ListSupportedMetrics: {}", s.message())))?;
+            let mut snap = Snapshot {
+                addr: addr.to_owned(),
+                supported: supported.supported_metric.into_iter().map(|m| m.metric_name).collect(),
+                devices: BTreeMap::new(),
             };
-            for m in resp.metric.map(|m| m.metrics).unwrap_or_default() {
-                let (Some(id), Some(v)) = (device_id(&m), value(&m)) else { continue };
-                let d = snap.devices.entry(id).or_default();
-                match name {
-                    HBM_USAGE => d.hbm_used = Some(v),
-                    HBM_TOTAL => d.hbm_total = Some(v),
-                    _ => d.duty_cycle_percent = Some(v),
+            let mut errors = Vec::new();
+            for name in [HBM_USAGE, HBM_TOTAL, DUTY_CYCLE] {
+                let req =
+                    proto::MetricRequest { metric_name: name.to_owned(), skip_node_aggregation: false };
+                let resp: proto::MetricResponse = match unary(&mut grpc, GET_RUNTIME_METRIC, req).await
+                {
+                    Ok(r) => r,
+                    Err(s) => {
+                        errors.push(format!("{name}: {}", s.message()));
+                        continue;
+                    }
+                };
+                for m in resp.metric.map(|m| m.metrics).unwrap_or_default() {
+                    let (Some(id), Some(v)) = (device_id(&m), value(&m)) else { continue };
+                    let d = snap.devices.entry(id).or_default();
+                    match name {
+                        HBM_USAGE => d.hbm_used = Some(v),
+                        HBM_TOTAL => d.hbm_total = Some(v),
+                        _ => d.duty_cycle_percent = Some(v),
+                    }
                 }
             }
-        }
-        if errors.len() == 3 {
-            return Err(fail(errors.join("; ")));
-        }
-        Ok(snap)
-    })
+            if errors.len() == 3 {
+                return Err(fail(errors.join("; ")));
+            }
+            Ok(snap)
+        })
+    }
 }
