@@ -250,7 +250,8 @@ mod transport {
                 .map_err(|e| fail(e.to_string()))?
                 .connect_timeout(timeout)
                 .timeout(timeout);
-            let channel = endpoint.connect().await.map_err(|e| fail(tpuport_model::error_chain(&e)))?;
+            let channel =
+                endpoint.connect().await.map_err(|e| fail(tpuport_model::error_chain(&e)))?;
             let mut grpc = tonic::client::Grpc::new(channel);
             let supported: proto::ListSupportedMetricsResponse = unary(
                 &mut grpc,
@@ -266,16 +267,18 @@ mod transport {
             };
             let mut errors = Vec::new();
             for name in [HBM_USAGE, HBM_TOTAL, DUTY_CYCLE] {
-                let req =
-                    proto::MetricRequest { metric_name: name.to_owned(), skip_node_aggregation: false };
-                let resp: proto::MetricResponse = match unary(&mut grpc, GET_RUNTIME_METRIC, req).await
-                {
-                    Ok(r) => r,
-                    Err(s) => {
-                        errors.push(format!("{name}: {}", s.message()));
-                        continue;
-                    }
+                let req = proto::MetricRequest {
+                    metric_name: name.to_owned(),
+                    skip_node_aggregation: false,
                 };
+                let resp: proto::MetricResponse =
+                    match unary(&mut grpc, GET_RUNTIME_METRIC, req).await {
+                        Ok(r) => r,
+                        Err(s) => {
+                            errors.push(format!("{name}: {}", s.message()));
+                            continue;
+                        }
+                    };
                 for m in resp.metric.map(|m| m.metrics).unwrap_or_default() {
                     let (Some(id), Some(v)) = (device_id(&m), value(&m)) else { continue };
                     let d = snap.devices.entry(id).or_default();

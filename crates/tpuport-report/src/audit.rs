@@ -4,19 +4,20 @@
 
 use std::fmt::Write as _;
 
-use tpuport_analysis::audit::{AuditReport, Level};
+use tpuport_analysis::audit::AuditReport;
 use tpuport_analysis::compiler_check::CompilerCheck;
+use tpuport_analysis::findings::Severity;
 
 use crate::human::{bytes, duration, percent, si};
 use crate::style::{Paint, Style};
 use crate::table::{Column, Table, Truncate, truncate};
 
 /// The severity word and its colour.
-fn severity(l: Level) -> (&'static str, Style) {
+fn severity(l: Severity) -> (&'static str, Style) {
     match l {
-        Level::Info => ("info", Style::Cyan),
-        Level::Warning => ("warning", Style::Yellow),
-        Level::Error => ("error", Style::Red),
+        Severity::Info => ("info", Style::Cyan),
+        Severity::Warning => ("warning", Style::Yellow),
+        Severity::Error => ("error", Style::Red),
     }
 }
 
@@ -186,9 +187,9 @@ fn summary(o: &mut String, r: &AuditReport) {
             format!(" at the module's batch {}", r.module_batch)
         }
     );
-    let count = |l: Level| r.findings.iter().filter(|f| f.severity == l).count();
+    let count = |l: Severity| r.findings.iter().filter(|f| f.severity == l).count();
     let (errors, warnings, infos) =
-        (count(Level::Error), count(Level::Warning), count(Level::Info));
+        (count(Severity::Error), count(Severity::Warning), count(Severity::Info));
     let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings, {infos} info");
     if r.summary.top_fixes.is_empty() {
         let _ = writeln!(o, "  nothing to fix");

@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use tpuport_analysis::audit::{self, AuditOptions, Level};
+use tpuport_analysis::audit::{self, AuditOptions};
 use tpuport_analysis::compiler_check::CompilerInput;
+use tpuport_analysis::findings::Severity;
 use tpuport_analysis::{Optimizer, Workload};
 use tpuport_validate::compile::{self, CompilerMode, Request};
 
@@ -172,9 +173,9 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         tpuport_report::audit::render_text(&report, p.paint())
     })?;
     let threshold = match a.fail_on {
-        FailOn::Info => Some(Level::Info),
-        FailOn::Warning => Some(Level::Warning),
-        FailOn::Error => Some(Level::Error),
+        FailOn::Info => Some(Severity::Info),
+        FailOn::Warning => Some(Severity::Warning),
+        FailOn::Error => Some(Severity::Error),
         FailOn::Never => None,
     };
     let hit = threshold.is_some_and(|t| report.findings.iter().any(|f| f.severity >= t));

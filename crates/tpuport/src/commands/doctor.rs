@@ -27,11 +27,8 @@ pub(crate) struct DoctorArgs {
 }
 
 pub(crate) fn run(a: &DoctorArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
-    let opts = DoctorOptions {
-        plugin: a.plugin.clone(),
-        no_python: a.no_python,
-        model: a.model.clone(),
-    };
+    let opts =
+        DoctorOptions { plugin: a.plugin.clone(), no_python: a.no_python, model: a.model.clone() };
     let report = tpuport_env::doctor(&opts, p)?;
     match g.format {
         Format::Json => p.json(&report)?,
