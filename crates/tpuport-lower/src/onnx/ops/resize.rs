@@ -10,7 +10,7 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, Ty, arr, list};
 use crate::onnx::host::HostVal;
 
-pub(crate) const RULES: &[Rule] = &[rule("Resize", 10, resize), rule("Upsample", 9, resize)];
+pub(crate) const RULES: &[Rule] = &[rule("Resize", resize), rule("Upsample", resize)];
 
 /// Gathers `idx` along `axis`.
 fn take(cx: &mut Cx<'_>, x: &T, axis: usize, idx: &[i64]) -> T {
