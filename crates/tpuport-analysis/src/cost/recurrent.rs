@@ -9,7 +9,8 @@
 //! - per step, per `D · B · H` state element: LSTM 8 (gate sum over 4H, `f⊙C + i⊙c`, `o⊙h(C)`),
 //!   GRU 8 (9 with `linear_before_reset` and a bias), RNN 1; peepholes 6; `clip` one clamp per
 //!   gate; `input_forget` one subtract for `f = 1 − i`; `sequence_lens` a compare and one
-//!   select per carried state and `Y`;
+//!   select per carried state and `Y` (and, once after the loop, a compare and a select per
+//!   final state for empty sequences);
 //! - the activations, each as the registry counts the ONNX op of that name (`Sigmoid`, `Tanh`:
 //!   one transcendental; `Relu`: one FLOP; …; `Affine` 2 FLOPs, `ScaledTanh` 2 and a tanh).
 //!
@@ -82,6 +83,12 @@ pub(super) fn cost(s: &Site<'_>, c: &mut OpCost) {
         per += if s.op == "lstm" { 4 } else { 3 };
     }
     let mut flops = mxu.saturating_add(state.saturating_mul(per));
+    if has(4) {
+        // After the loop: empty sequences get zero final states (a compare and a select per
+        // final state).
+        let finals = if s.op == "lstm" { 3 } else { 2 };
+        flops = flops.saturating_add(sat(&[finals, dirs, b, h]));
+    }
     if has(3) {
         let folded = if lbr { 2 * h } else { gh };
         flops = flops
