@@ -4,15 +4,15 @@
 //!   an optional past key / value cache of `P` steps, `Skv` = `P` + new keys), counted as its
 //!   lowering computes it, with `n = B · Hq · Sq · Skv` scores over `r = B · Hq · Sq` rows:
 //!   - the products `Q·Kᵀ` and `P·V`: `2n · D + 2n · Dv` (MXU FLOPs);
-//!   - `√scale` applied to Q and to the (head-repeated) K: `|Q| + B · Hq · Skv · D`;
+//!   - `√scale` applied to Q and to K before its heads are repeated: `|Q| + B · Hk · Skv · D`;
 //!   - the softmax: max and sum reductions, subtract and divide (`4n`), the fully-masked-row
 //!     guards (`2r`), one exp per score; a `softcap` adds `2n` and `n` tanh; a
 //!     `softmax_precision` other than the inputs' type adds the two converts (`2n`);
 //!   - masks: an additive bias costs its add and the masked-row guard (`3n`), a boolean mask
 //!     one select per mask element, a causal or windowed mask `(3 + 2 · conditions)` ops per
 //!     `Sq · Skv` position (and one add when it joins a given mask).
-//!   XLA folds nothing else away; on the CPU plugin the count is within 0.1 % without masks
-//!   and 1.1 % with a causal mask (XLA duplicates the bias add into two fusions).
+//!   Against XLA's count of the lowered module (CPU plugin, fusion off): equal without
+//!   masks, within 0.2 % with a causal mask (`onnx_cost_xla.rs` in `tpuport-lower`).
 //! - Fused attention ops without a finer rule (`MultiHeadAttention`,
 //!   `scaled_dot_product_attention`): Q `[B, H, Sq, D]` (or `[B, Sq, H·D]`) against K
 //!   `[B, H, Skv, D]`, as the two matmuls `Q·Kᵀ` and `P·V` (`4 · |Q| · Skv` MXU FLOPs) plus a
@@ -69,7 +69,7 @@ pub(super) fn onnx(s: &Site<'_>, c: &mut OpCost) {
         c.not_static();
         return;
     };
-    let (Some([b, hq, sq, d]), Some([_, _, new_kv, _]), Some([_, _, _, dv])) = (
+    let (Some([b, hq, sq, d]), Some([_, hk, new_kv, _]), Some([_, _, _, dv])) = (
         heads(&q, attr("q_num_heads")),
         heads(&k, attr("kv_num_heads")),
         heads(&v, attr("kv_num_heads")),
@@ -90,7 +90,9 @@ pub(super) fn onnx(s: &Site<'_>, c: &mut OpCost) {
     let n = sat(&[b, hq, sq, skv]);
     let rows = sat(&[b, hq, sq]);
     let mxu = sat(&[2, n, d]).saturating_add(sat(&[2, n, dv]));
-    let scale = sat(&[b, hq, sq, d]).saturating_add(sat(&[b, hq, skv, d]));
+    // K is scaled before its heads are repeated (XLA moves the multiply ahead of the
+    // broadcast).
+    let scale = sat(&[b, hq, sq, d]).saturating_add(sat(&[b, hk, skv, d]));
     let mut flops = mxu.saturating_add(scale);
     let mut trans = n;
     // Softmax: max and sum reductions, subtract, divide; the two fully-masked-row guards.

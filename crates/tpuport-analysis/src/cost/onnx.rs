@@ -34,7 +34,7 @@ pub(super) fn cost(cx: &mut Cx<'_>, op: &OnnxOp, s: &mut Site<'_>, c: &mut OpCos
         CostRule::Attention => attention::onnx(s, c),
         CostRule::FusedAttention => attention::fused(s, c),
         CostRule::Recurrent => recurrent::cost(s, c),
-        CostRule::Resize => resize::cost(s, c),
+        CostRule::Resize => resize::cost(cx, s, c),
         CostRule::Pool => reduction::pool(s, c, false),
         CostRule::AveragePool => reduction::pool(s, c, true),
         CostRule::Reduce => reduction::onnx(s, c, 0, 0),

@@ -8,11 +8,15 @@
 //! - biases: `D · T · B · G·H` (their sum added to the projection) + `D · G·H` (`Wb + Rb`);
 //! - per step, per `D · B · H` state element: LSTM 8 (gate sum over 4H, `f⊙C + i⊙c`, `o⊙h(C)`),
 //!   GRU 8 (9 with `linear_before_reset` and a bias), RNN 1; peepholes 6; `clip` one clamp per
-//!   gate; `input_forget` one subtract for `f = 1 − i`; `sequence_lens` a compare and one
-//!   select per carried state and `Y` (and, once after the loop, a compare and a select per
-//!   final state for empty sequences);
-//! - the activations, each as the registry counts the ONNX op of that name (`Sigmoid`, `Tanh`:
-//!   one transcendental; `Relu`: one FLOP; …; `Affine` 2 FLOPs, `ScaledTanh` 2 and a tanh).
+//!   gate; `input_forget` one subtract for `f = 1 − i`; `sequence_lens` one select per carried
+//!   state and `Y`, a compare per step and batch entry (XLA compares the broadcast operands
+//!   before broadcasting), `4 · T · B` for reversing sequences within their lengths when a
+//!   direction runs backwards, and once after the loop a compare and a select per final state
+//!   for empty sequences;
+//! - the activations as the lowering emits them (`Sigmoid`, `Tanh`: one transcendental;
+//!   `Relu` one FLOP; `LeakyRelu` 3; `HardSigmoid` 3; `Softsign` 3; `Elu` 3 and an `expm1`;
+//!   `Softplus` 4 and two transcendentals; `Affine` / `ScaledTanh` a multiply and an add or
+//!   multiply each, unless the parameter is 1 (or 0 for an add), which XLA drops).
 //!
 //! The loop's counter and bound (2 scalar ops per step) are not counted.
 //!
@@ -22,21 +26,35 @@
 //! that basis.
 
 use tpuport_model::Attr;
-use tpuport_model::ops::onnx::{self, CostRule};
 
 use super::{OpClass, OpCost, Site, input, int_attr, sat};
 
-/// FLOPs and transcendentals per element of one activation function.
-fn activation(name: &str) -> (u64, u64) {
-    match name.to_ascii_lowercase().as_str() {
-        "affine" => (2, 0),
-        "scaledtanh" => (2, 1),
-        other => match onnx::get_ignore_case(other).map(|o| o.cost) {
-            Some(CostRule::PerElement { flops, transcendentals }) => {
-                (u64::from(flops), u64::from(transcendentals))
-            }
-            _ => (1, 0),
-        },
+/// Whether an activation takes `activation_alpha` / `activation_beta` entries (in the
+/// lowering's order: only functions with the parameter consume one).
+fn takes(name: &str) -> (bool, bool) {
+    match name {
+        "affine" | "scaledtanh" | "hardsigmoid" => (true, true),
+        "leakyrelu" | "thresholdedrelu" | "elu" => (true, false),
+        _ => (false, false),
+    }
+}
+
+/// FLOPs and transcendentals per element of one activation as the lowering emits it (a
+/// multiply by 1 or an add of 0 is dropped by XLA's simplifier, so it is not counted).
+fn activation(name: &str, alpha: Option<f64>, beta: Option<f64>) -> (u64, u64) {
+    let not = |v: Option<f64>, default: f64, unit: f64| u64::from(v.unwrap_or(default) != unit);
+    match name {
+        "relu" => (1, 0),
+        "tanh" | "sigmoid" => (0, 1),
+        "affine" => (not(alpha, 1.0, 1.0) + not(beta, 0.0, 0.0), 0),
+        "scaledtanh" => (not(alpha, 1.0, 1.0) + not(beta, 1.0, 1.0), 1),
+        "leakyrelu" => (3, 0),
+        "thresholdedrelu" => (2, 0),
+        "hardsigmoid" => (1 + not(alpha, 0.2, 1.0) + not(beta, 0.5, 0.0), 0),
+        "elu" => (2 + not(alpha, 1.0, 1.0), 1),
+        "softsign" => (3, 0),
+        "softplus" => (4, 2),
+        _ => (1, 0),
     }
 }
 
@@ -79,11 +97,18 @@ pub(super) fn cost(s: &Site<'_>, c: &mut OpCost) {
         per += 1;
     }
     if has(4) {
-        // compare, then select H (and C) and Y.
-        per += if s.op == "lstm" { 4 } else { 3 };
+        // Select H (and C) and Y; the step-versus-length compare runs on the batch.
+        per += if s.op == "lstm" { 3 } else { 2 };
     }
     let mut flops = mxu.saturating_add(state.saturating_mul(per));
     if has(4) {
+        let reversed = match s.n.attr("direction").and_then(Attr::as_str) {
+            Some("reverse" | "bidirectional") => 1,
+            _ => 0,
+        };
+        // The compare per step, and the index arithmetic reversing each sequence within its
+        // length (compare, two subtracts, select per step and batch entry).
+        flops = flops.saturating_add(sat(&[t, b])).saturating_add(sat(&[4, reversed, t, b]));
         // After the loop: empty sequences get zero final states (a compare and a select per
         // final state).
         let finals = if s.op == "lstm" { 3 } else { 2 };
@@ -103,23 +128,36 @@ pub(super) fn cost(s: &Site<'_>, c: &mut OpCost) {
         "gru" => &[2, 1],
         _ => &[1],
     };
-    let names: Vec<String> = match s.n.attr("activations") {
-        Some(Attr::Strs(v)) => v.clone(),
-        Some(Attr::Str(v)) => vec![v.clone()],
+    let mut names: Vec<String> = match s.n.attr("activations") {
+        Some(Attr::Strs(v)) => v.iter().map(|n| n.to_ascii_lowercase()).collect(),
+        Some(Attr::Str(v)) => vec![v.to_ascii_lowercase()],
         _ => Vec::new(),
     };
     let per_dir = defaults.len();
+    let dirs_n = usize::try_from(dirs).unwrap_or(1);
+    if names.is_empty() {
+        names = defaults.iter().map(|n| n.to_ascii_lowercase()).collect();
+    }
+    if names.len() == per_dir {
+        // One list for every direction.
+        names = names.iter().cycle().take(per_dir * dirs_n).cloned().collect();
+    }
+    let floats = |k: &str| match s.n.attr(k) {
+        Some(Attr::Floats(v)) => v.clone(),
+        Some(Attr::Float(v)) => vec![*v],
+        _ => Vec::new(),
+    };
+    let (alphas, betas) = (floats("activation_alpha"), floats("activation_beta"));
+    let (mut ai, mut bi) = (alphas.iter(), betas.iter());
     let (mut act_flops, mut act_trans) = (0u64, 0u64);
-    for d in 0..usize::try_from(dirs).unwrap_or(1) {
-        for (k, &n) in uses.iter().enumerate() {
-            let name = names
-                .get(d * per_dir + k)
-                .or_else(|| names.get(k))
-                .map_or(defaults[k], String::as_str);
-            let (f, tr) = activation(name);
-            act_flops = act_flops.saturating_add(f * n);
-            act_trans = act_trans.saturating_add(tr * n);
-        }
+    for (k, name) in names.iter().enumerate() {
+        let (ta, tb) = takes(name);
+        let alpha = if ta { ai.next().copied() } else { None };
+        let beta = if tb { bi.next().copied() } else { None };
+        let n = uses[k % per_dir];
+        let (f, tr) = activation(name, alpha, beta);
+        act_flops = act_flops.saturating_add(f * n);
+        act_trans = act_trans.saturating_add(tr * n);
     }
     let per_dir_state = sat(&[t, b, h]);
     c.flops = flops.saturating_add(per_dir_state.saturating_mul(act_flops));
