@@ -16,12 +16,12 @@
 //! The [`OpInfo`] properties are named for the pass that needs them and kept apart where two
 //! passes mean different things by a similar list (see [`OpInfo`]).
 
-pub use tpuport_model::ops::{OpFamily, OpInfo};
 use tpuport_model::ops::onnx;
 use tpuport_model::ops::props::{
     ALIAS, CONSTANT, FLOP_PER_ELEMENT, FOLDED, FUSIBLE, IN_PLACE, PASS_THROUGH, STREAMING,
     TRANSCENDENTAL,
 };
+pub use tpuport_model::ops::{OpFamily, OpInfo};
 
 use OpFamily::{
     Attention, Collective, Composite, Contraction, ControlFlow, Convolution, DataMovement,

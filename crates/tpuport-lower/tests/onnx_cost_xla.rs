@@ -202,17 +202,18 @@ impl Rec {
 
     fn model(&self, t: u64) -> Model {
         let (d, g, h) = (self.dirs, self.gates(), self.hidden);
-        let x: Vec<u64> =
-            if self.layout == 1 { vec![self.batch, t, self.input] } else { vec![t, self.batch, self.input] };
+        let x: Vec<u64> = if self.layout == 1 {
+            vec![self.batch, t, self.input]
+        } else {
+            vec![t, self.batch, self.input]
+        };
         let mut ins: Vec<(&str, DType, &[u64])> = vec![("X", DType::F32, &x)];
         let lens_shape = [self.batch];
         if self.lens {
             ins.push(("L", DType::I32, &lens_shape));
         }
-        let mut ws = vec![
-            ("W", ramp(&[d, g * h, self.input], 0.01)),
-            ("R", ramp(&[d, g * h, h], 0.01)),
-        ];
+        let mut ws =
+            vec![("W", ramp(&[d, g * h, self.input], 0.01)), ("R", ramp(&[d, g * h, h], 0.01))];
         let mut order = vec!["X", "W", "R"];
         if self.bias {
             ws.push(("B", ramp(&[d, 2 * g * h], 0.01)));
@@ -281,16 +282,11 @@ fn recurrent_row(name: &str, rec: &Rec, t: u64) -> Row {
 fn recurrent_cases() -> Vec<(String, Rec)> {
     let mut v = Vec::new();
     for op in ["LSTM", "GRU", "RNN"] {
-        v.push((format!("{op}"), Rec::new(op)));
+        v.push((op.to_owned(), Rec::new(op)));
         v.push((format!("{op} no bias"), Rec { bias: false, ..Rec::new(op) }));
         v.push((
             format!("{op} bidirectional, sequence_lens, clip"),
-            Rec {
-                dirs: 2,
-                lens: true,
-                attrs: vec![("clip", Attr::Float(3.0))],
-                ..Rec::new(op)
-            },
+            Rec { dirs: 2, lens: true, attrs: vec![("clip", Attr::Float(3.0))], ..Rec::new(op) },
         ));
         v.push((format!("{op} layout 1"), Rec { layout: 1, batch: 2, ..Rec::new(op) }));
     }
@@ -368,12 +364,13 @@ fn attention(
 #[test]
 fn attention_rotary_swiglu_and_resize_match_xla() {
     let mut rows = Vec::new();
-    let shapes: [(&str, [u64; 4], [u64; 4], [u64; 4]); 3] = [
-        ("Attention b2 h4 s16 d32", [2, 4, 16, 32], [2, 4, 16, 32], [2, 4, 16, 32]),
-        ("Attention b1 h8 s64 d64", [1, 8, 64, 64], [1, 8, 64, 64], [1, 8, 64, 64]),
-        ("Attention GQA 8/2 heads, sq 8 skv 32", [2, 8, 8, 16], [2, 2, 32, 16], [2, 2, 32, 24]),
+    type Qkv = ([u64; 4], [u64; 4], [u64; 4]);
+    let shapes: [(&str, Qkv); 3] = [
+        ("Attention b2 h4 s16 d32", ([2, 4, 16, 32], [2, 4, 16, 32], [2, 4, 16, 32])),
+        ("Attention b1 h8 s64 d64", ([1, 8, 64, 64], [1, 8, 64, 64], [1, 8, 64, 64])),
+        ("Attention GQA 8/2 heads, sq 8 skv 32", ([2, 8, 8, 16], [2, 2, 32, 16], [2, 2, 32, 24])),
     ];
-    for (name, q, k, v) in &shapes {
+    for (name, (q, k, v)) in &shapes {
         rows.push(direct_row(name, &attention(q, k, v, vec![], None)));
         let causal = vec![("is_causal", Attr::Int(1))];
         rows.push(direct_row(&format!("{name}, causal"), &attention(q, k, v, causal, None)));
@@ -385,7 +382,13 @@ fn attention_rotary_swiglu_and_resize_match_xla() {
     ));
     rows.push(direct_row(
         "Attention bool mask, scale",
-        &attention(&q, &k, &v, vec![("scale", Attr::Float(0.1))], Some((DType::Bool, &[2, 1, 16, 16]))),
+        &attention(
+            &q,
+            &k,
+            &v,
+            vec![("scale", Attr::Float(0.1))],
+            Some((DType::Bool, &[2, 1, 16, 16])),
+        ),
     ));
     let heads = vec![("q_num_heads", Attr::Int(4)), ("kv_num_heads", Attr::Int(4))];
     rows.push(direct_row(

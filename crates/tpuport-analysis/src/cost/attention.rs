@@ -11,6 +11,7 @@
 //!   - masks: an additive bias costs its add and the masked-row guard (`3n`), a boolean mask
 //!     one select per mask element, a causal or windowed mask `(3 + 2 · conditions)` ops per
 //!     `Sq · Skv` position (and one add when it joins a given mask).
+//!
 //!   Against XLA's count of the lowered module (CPU plugin, fusion off): equal without
 //!   masks, within 0.2 % with a causal mask (`onnx_cost_xla.rs` in `tpuport-lower`).
 //! - Fused attention ops without a finer rule (`MultiHeadAttention`,

@@ -1,10 +1,10 @@
 //! Composite ops, expanded to the elementwise work XLA does for them (per output element `n`).
 //!
-//! StableHLO: `batch_norm_inference` `2n`, `batch_norm_training` `7n`, SiLU `3n` + `n`
-//! transcendentals. ONNX composites with a fixed count per element (Softmax `4n` + `n`,
-//! LogSoftmax `4n` + `2n`, BatchNormalization `2n`, Gelu `4n` + `n`, HardSigmoid `3n`, Selu `3n`
-//! + `n`, …) are `PerElement` rules in the ONNX registry; the ones here depend on attributes
-//! or shapes:
+//! StableHLO: `batch_norm_inference` `2n`, `batch_norm_training` `7n`, SiLU `3n` and `n`
+//! transcendentals. ONNX composites with a fixed count per element (Softmax `4n` and `n`,
+//! LogSoftmax `4n` and `2n`, BatchNormalization `2n`, Gelu `4n` and `n`, HardSigmoid `3n`, Selu
+//! `3n` and `n`, …) are `PerElement` rules in the ONNX registry; the ones here depend on
+//! attributes or shapes:
 //!
 //! | op | FLOPs | transcendentals |
 //! |---|---|---|
@@ -69,7 +69,7 @@ pub(super) fn rotary(s: &Site<'_>, c: &mut OpCost) {
         4 => x[3],
         3 => {
             let heads = u64::try_from(int_attr(s.n, "num_heads").unwrap_or(0)).unwrap_or(0);
-            if heads == 0 { x[2] } else { x[2] / heads }
+            x[2].checked_div(heads).unwrap_or(x[2])
         }
         _ => 0,
     };
@@ -78,7 +78,7 @@ pub(super) fn rotary(s: &Site<'_>, c: &mut OpCost) {
         _ => head,
     };
     // Per rotated element: 2 multiplies and one add or subtract = 3 FLOPs.
-    c.flops = if head == 0 { 0 } else { e / head * rotated * 3 };
+    c.flops = e.checked_div(head).map_or(0, |rows| rows.saturating_mul(rotated).saturating_mul(3));
 }
 
 /// `SwiGLU(A, B) = A · sigmoid(alpha · A) · B`.

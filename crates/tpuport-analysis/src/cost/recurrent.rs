@@ -116,9 +116,8 @@ pub(super) fn cost(s: &Site<'_>, c: &mut OpCost) {
     }
     if has(3) {
         let folded = if lbr { 2 * h } else { gh };
-        flops = flops
-            .saturating_add(sat(&[steps, b, gh]))
-            .saturating_add(dirs.saturating_mul(folded));
+        flops =
+            flops.saturating_add(sat(&[steps, b, gh])).saturating_add(dirs.saturating_mul(folded));
     }
 
     // Activations `f`, `g`, `h` per direction, and how often each is applied per step.

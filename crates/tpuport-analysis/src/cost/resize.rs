@@ -83,8 +83,11 @@ fn scales(cx: &Cx<'_>, s: &Site<'_>, rank: usize) -> Vec<Option<f64>> {
         let ValueKind::Weight(id) = s.g.value(v).kind else { return None };
         let w = cx.model.weights.get(id);
         let b = w.bytes().ok()?;
-        (w.dtype == DType::F32)
-            .then(|| b.chunks_exact(4).map(|q| f64::from(f32::from_le_bytes([q[0], q[1], q[2], q[3]]))).collect())
+        (w.dtype == DType::F32).then(|| {
+            b.chunks_exact(4)
+                .map(|q| f64::from(f32::from_le_bytes([q[0], q[1], q[2], q[3]])))
+                .collect()
+        })
     });
     let Some(values) = values.filter(|v: &Vec<f64>| !v.is_empty()) else { return out };
     let axes: Vec<usize> = match s.n.attr("axes").and_then(Attr::as_ints) {
@@ -123,18 +126,23 @@ fn per_element(taps: u64, inn: u64, out: u64, scale: f64, ctm: &str, a: f64) -> 
     }
     let adds = taps - 1;
     let shared = uniform.iter().all(|&u| u) && first.windows(2).all(|p| p[0] == p[1]);
-    let muls = if shared && first[0] != 1.0 {
-        1
-    } else {
-        ones.iter().map(|&one| u64::from(!one)).sum()
-    };
+    let muls =
+        if shared && first[0] != 1.0 { 1 } else { ones.iter().map(|&one| u64::from(!one)).sum() };
     adds + muls
 }
 
 /// The tap weights of output position `o` along an axis, as the lowering computes them
 /// (cubic without `exclude_outside`).
 #[allow(clippy::cast_precision_loss, reason = "positions")]
-fn weights(taps: u64, o: u64, inn: u64, out: u64, scale: f64, ctm: &str, a: f64) -> Option<Vec<f64>> {
+fn weights(
+    taps: u64,
+    o: u64,
+    inn: u64,
+    out: u64,
+    scale: f64,
+    ctm: &str,
+    a: f64,
+) -> Option<Vec<f64>> {
     let (xr, n) = (o as f64, inn as f64);
     let x = match ctm {
         "half_pixel" => (xr + 0.5) / scale - 0.5,

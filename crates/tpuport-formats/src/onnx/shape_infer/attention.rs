@@ -55,7 +55,9 @@ pub(crate) fn attention(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let dt = cx.dtype(0);
     let y = if cx.shape(0)?.rank() == 3 {
         let hid = match (&hq, &dv) {
-            (Dim::Known(h), Dim::Known(d)) => h.checked_mul(*d).map_or_else(Dim::unknown, Dim::Known),
+            (Dim::Known(h), Dim::Known(d)) => {
+                h.checked_mul(*d).map_or_else(Dim::unknown, Dim::Known)
+            }
             _ => Dim::unknown(),
         };
         Shape(vec![b.clone(), sq.clone(), hid])

@@ -123,7 +123,11 @@ pub(crate) fn eye_like(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 /// else uint8.
 pub(crate) fn quantize(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let s = cx.shape(0)?.clone();
-    let dt = if cx.has(2) { cx.dtype(2) } else { Some(type_attr(cx, "output_dtype")?.unwrap_or(DType::U8)) };
+    let dt = if cx.has(2) {
+        cx.dtype(2)
+    } else {
+        Some(type_attr(cx, "output_dtype")?.unwrap_or(DType::U8))
+    };
     Ok(vec![Out::new(dt, s)])
 }
 

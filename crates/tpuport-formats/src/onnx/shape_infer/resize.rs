@@ -64,8 +64,11 @@ pub(crate) fn resize(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             }
         } else {
             #[allow(clippy::cast_precision_loss, reason = "ratios of sizes")]
-            let ratios: Option<Vec<f64>> =
-                axes.iter().zip(&z).map(|(&a, &n)| Some(n as f64 / x.0[a].known()? as f64)).collect();
+            let ratios: Option<Vec<f64>> = axes
+                .iter()
+                .zip(&z)
+                .map(|(&a, &n)| Some(n as f64 / x.0[a].known()? as f64))
+                .collect();
             let Some(ratios) = ratios else {
                 for &a in &axes {
                     dims[a] = Dim::unknown();

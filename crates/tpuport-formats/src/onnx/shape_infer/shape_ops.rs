@@ -260,7 +260,7 @@ pub(crate) fn window(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 pub(crate) fn one_hot(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     let ind = cx.shape(0)?;
     let depth = cx.need(1)?.first_f().ok_or_else(|| Fail::Invalid("empty depth".to_owned()))?;
-    if !(depth >= 1.0 && depth < 1e15) {
+    if !(1.0..1e15).contains(&depth) {
         return Err(Fail::Invalid(format!("depth {depth} is not a positive size")));
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked above")]

@@ -6,7 +6,7 @@
 //! a lowered op lacks a shape or cost rule.
 
 use tpuport_model::Node;
-use tpuport_model::ops::onnx::{self as registry, CostRule, OnnxOp, ShapeRule};
+use tpuport_model::ops::onnx::{self as registry, OnnxOp};
 
 use super::cx::Cx;
 use crate::LowerError;
@@ -86,6 +86,8 @@ pub(crate) fn lower_node<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), Lowe
 
 #[cfg(test)]
 mod tests {
+    use tpuport_model::ops::onnx::{CostRule, ShapeRule};
+
     use super::*;
 
     /// The lowering's tables and the ONNX op registry agree, and every lowered op has a shape

@@ -9,9 +9,7 @@ use super::super::OpFamily::{
     Attention, Composite, Contraction, ControlFlow, Convolution, DataMovement, Elementwise,
     GatherScatter, Metadata, Recurrent, Reduction, Sort,
 };
-use super::super::props::{
-    ALIAS, CONSTANT, FOLDED, FUSIBLE, IN_PLACE, PASS_THROUGH, STREAMING,
-};
+use super::super::props::{ALIAS, CONSTANT, FOLDED, FUSIBLE, IN_PLACE, PASS_THROUGH, STREAMING};
 use super::{CostRule as C, OnnxOp, ShapeRule as S};
 
 const fn op(name: &'static str, family: super::OpFamily, shape: S, cost: C) -> OnnxOp {
@@ -33,7 +31,14 @@ pub static TABLE: &[OnnxOp] = &[
     op("Atanh", Elementwise, S::Same, C::TRANSCENDENTAL).lowered(9),
     op("Attention", Attention, S::Attention, C::Attention).lowered(23),
     op("AveragePool", Reduction, S::Pool, C::AveragePool).with(STREAMING).lowered(1),
-    op("BatchNormalization", Composite, S::BatchNorm, C::PerElement { flops: 2, transcendentals: 0 }).with(IN_PLACE).lowered(9),
+    op(
+        "BatchNormalization",
+        Composite,
+        S::BatchNorm,
+        C::PerElement { flops: 2, transcendentals: 0 },
+    )
+    .with(IN_PLACE)
+    .lowered(9),
     op("BiasGelu", Composite, S::Same, C::PerElement { flops: 4, transcendentals: 1 }).microsoft(),
     op("BitCast", DataMovement, S::BitCast, C::Data).lowered(26),
     op("BitShift", Elementwise, S::Broadcast, C::ELEMENTWISE).lowered(11),
@@ -59,7 +64,13 @@ pub static TABLE: &[OnnxOp] = &[
     op("CumProd", Reduction, S::Same, C::Cumulative).lowered(26),
     op("CumSum", Reduction, S::Same, C::Cumulative).lowered(11),
     op("DepthToSpace", DataMovement, S::DepthToSpace, C::Data).lowered(1),
-    op("DequantizeLinear", Elementwise, S::Dequantize, C::PerElement { flops: 4, transcendentals: 0 }).lowered(10),
+    op(
+        "DequantizeLinear",
+        Elementwise,
+        S::Dequantize,
+        C::PerElement { flops: 4, transcendentals: 0 },
+    )
+    .lowered(10),
     op("Div", Elementwise, S::Broadcast, C::ELEMENTWISE).with(IN_PLACE).lowered(7),
     op("Dropout", DataMovement, S::Dropout, C::Data).lowered(7),
     op("Einsum", Contraction, S::Einsum, C::Einsum).lowered(12),
@@ -76,7 +87,9 @@ pub static TABLE: &[OnnxOp] = &[
     op("Gather", GatherScatter, S::Gather, C::Data).lowered(1),
     op("GatherElements", GatherScatter, S::GatherElements, C::Data).lowered(11),
     op("GatherND", GatherScatter, S::GatherNd, C::Data).lowered(11),
-    op("Gelu", Composite, S::Same, C::PerElement { flops: 4, transcendentals: 1 }).with(IN_PLACE).lowered(20),
+    op("Gelu", Composite, S::Same, C::PerElement { flops: 4, transcendentals: 1 })
+        .with(IN_PLACE)
+        .lowered(20),
     op("Gemm", Contraction, S::Gemm, C::MatMul).lowered(7),
     op("GlobalAveragePool", Reduction, S::GlobalPool, C::ReduceMean).with(STREAMING).lowered(1),
     op("GlobalLpPool", Reduction, S::GlobalPool, C::None),
@@ -88,7 +101,8 @@ pub static TABLE: &[OnnxOp] = &[
     op("HammingWindow", DataMovement, S::Window, C::Data).lowered(17),
     op("HannWindow", DataMovement, S::Window, C::Data).lowered(17),
     op("Hardmax", Composite, S::Same, C::PerElement { flops: 6, transcendentals: 0 }).lowered(1),
-    op("HardSigmoid", Composite, S::Same, C::PerElement { flops: 3, transcendentals: 0 }).lowered(6),
+    op("HardSigmoid", Composite, S::Same, C::PerElement { flops: 3, transcendentals: 0 })
+        .lowered(6),
     op("HardSwish", Composite, S::Same, C::PerElement { flops: 3, transcendentals: 0 }).lowered(14),
     op("Identity", DataMovement, S::Same, C::Data).with(ALIAS | FUSIBLE | PASS_THROUGH).lowered(1),
     op("If", ControlFlow, S::If, C::If).lowered(1),
@@ -102,7 +116,8 @@ pub static TABLE: &[OnnxOp] = &[
     op("Log", Elementwise, S::Same, C::TRANSCENDENTAL).with(IN_PLACE).lowered(6),
     op("LogSoftmax", Composite, S::Same, C::PerElement { flops: 4, transcendentals: 2 }).lowered(1),
     op("Loop", ControlFlow, S::Loop, C::Loop).lowered(1),
-    op("LpNormalization", Composite, S::Same, C::PerElement { flops: 5, transcendentals: 0 }).lowered(1),
+    op("LpNormalization", Composite, S::Same, C::PerElement { flops: 5, transcendentals: 0 })
+        .lowered(1),
     op("LpPool", Reduction, S::Pool, C::Pool).lowered(2),
     op("LRN", Composite, S::Same, C::Lrn).lowered(1),
     op("LSTM", Recurrent, S::Recurrent, C::Recurrent).lowered(1),
@@ -128,7 +143,8 @@ pub static TABLE: &[OnnxOp] = &[
     op("PRelu", Elementwise, S::Broadcast, C::ELEMENTWISE).lowered(7),
     op("QLinearConv", Convolution, S::None, C::Conv),
     op("QLinearMatMul", Contraction, S::QLinearMatMul, C::MatMul).lowered(10),
-    op("QuantizeLinear", Elementwise, S::Quantize, C::PerElement { flops: 6, transcendentals: 0 }).lowered(10),
+    op("QuantizeLinear", Elementwise, S::Quantize, C::PerElement { flops: 6, transcendentals: 0 })
+        .lowered(10),
     op("QuickGelu", Composite, S::Same, C::None).microsoft(),
     op("Range", DataMovement, S::Range, C::Data).lowered(11),
     op("Reciprocal", Elementwise, S::Same, C::TRANSCENDENTAL).lowered(6),
@@ -143,7 +159,9 @@ pub static TABLE: &[OnnxOp] = &[
     op("ReduceSum", Reduction, S::Reduce, C::Reduce).with(STREAMING).lowered(1),
     op("ReduceSumSquare", Reduction, S::Reduce, C::ReduceSquares).lowered(1),
     op("Relu", Elementwise, S::Same, C::ELEMENTWISE).with(IN_PLACE).lowered(6),
-    op("Reshape", DataMovement, S::Reshape, C::Data).with(ALIAS | FUSIBLE | PASS_THROUGH).lowered(5),
+    op("Reshape", DataMovement, S::Reshape, C::Data)
+        .with(ALIAS | FUSIBLE | PASS_THROUGH)
+        .lowered(5),
     op("Resize", DataMovement, S::Resize, C::Resize).lowered(10),
     op("ReverseSequence", DataMovement, S::Same, C::Data).lowered(10),
     op("RMSNormalization", Composite, S::LayerNorm, C::Normalization).lowered(23),
@@ -165,26 +183,33 @@ pub static TABLE: &[OnnxOp] = &[
     op("Size", Metadata, S::Size, C::Data).lowered(1),
     op("SkipLayerNormalization", Composite, S::LayerNorm, C::Normalization).microsoft(),
     op("Slice", DataMovement, S::Slice, C::Data).lowered(1),
-    op("Softmax", Composite, S::Same, C::PerElement { flops: 4, transcendentals: 1 }).with(IN_PLACE).lowered(1),
+    op("Softmax", Composite, S::Same, C::PerElement { flops: 4, transcendentals: 1 })
+        .with(IN_PLACE)
+        .lowered(1),
     op("SoftmaxCrossEntropyLoss", Composite, S::Loss, C::Loss).lowered(12),
     op("Softplus", Elementwise, S::Same, C::TRANSCENDENTAL).lowered(1),
     op("Softsign", Elementwise, S::Same, C::TRANSCENDENTAL).lowered(1),
     op("SpaceToDepth", DataMovement, S::SpaceToDepth, C::Data).lowered(1),
     op("Split", DataMovement, S::Split, C::Data).lowered(2),
     op("Sqrt", Elementwise, S::Same, C::TRANSCENDENTAL).with(IN_PLACE).lowered(6),
-    op("Squeeze", DataMovement, S::Squeeze, C::Data).with(ALIAS | FUSIBLE | PASS_THROUGH).lowered(1),
+    op("Squeeze", DataMovement, S::Squeeze, C::Data)
+        .with(ALIAS | FUSIBLE | PASS_THROUGH)
+        .lowered(1),
     op("Sub", Elementwise, S::Broadcast, C::ELEMENTWISE).with(IN_PLACE).lowered(7),
     op("Sum", Elementwise, S::Broadcast, C::Variadic).lowered(8),
     op("SwiGLU", Composite, S::Same, C::SwiGlu).lowered(26),
     op("Swish", Composite, S::Same, C::PerElement { flops: 3, transcendentals: 1 }).lowered(24),
     op("Tan", Elementwise, S::Same, C::TRANSCENDENTAL).lowered(7),
     op("Tanh", Elementwise, S::Same, C::TRANSCENDENTAL).with(IN_PLACE).lowered(6),
-    op("ThresholdedRelu", Composite, S::Same, C::PerElement { flops: 3, transcendentals: 0 }).lowered(10),
+    op("ThresholdedRelu", Composite, S::Same, C::PerElement { flops: 3, transcendentals: 0 })
+        .lowered(10),
     op("Tile", DataMovement, S::Tile, C::Data).lowered(6),
     op("TopK", Sort, S::TopK, C::Sort).lowered(10),
     op("Transpose", DataMovement, S::Transpose, C::Data).with(PASS_THROUGH).lowered(1),
     op("Trilu", Elementwise, S::Same, C::ELEMENTWISE).lowered(14),
-    op("Unsqueeze", DataMovement, S::Unsqueeze, C::Data).with(ALIAS | FUSIBLE | PASS_THROUGH).lowered(1),
+    op("Unsqueeze", DataMovement, S::Unsqueeze, C::Data)
+        .with(ALIAS | FUSIBLE | PASS_THROUGH)
+        .lowered(1),
     op("Upsample", DataMovement, S::Resize, C::Resize).lowered(9),
     op("Where", Elementwise, S::Where, C::ELEMENTWISE).with(IN_PLACE).lowered(9),
     op("Xor", Elementwise, S::Compare, C::ELEMENTWISE).lowered(7),
