@@ -13,6 +13,7 @@
 //! `Upsample` and opset-10 `Resize`) and the scale from its `scales` initializer, else the
 //! output / input size ratio.
 
+use tpuport_model::ops::onnx::resize;
 use tpuport_model::{Attr, DType, ValueKind};
 
 use super::{Cx, OpClass, OpCost, Site, input, sat};
@@ -133,7 +134,6 @@ fn per_element(taps: u64, inn: u64, out: u64, scale: f64, ctm: &str, a: f64) -> 
 
 /// The tap weights of output position `o` along an axis, as the lowering computes them
 /// (cubic without `exclude_outside`).
-#[allow(clippy::cast_precision_loss, reason = "positions")]
 fn weights(
     taps: u64,
     o: u64,
@@ -143,41 +143,12 @@ fn weights(
     ctm: &str,
     a: f64,
 ) -> Option<Vec<f64>> {
-    let (xr, n) = (o as f64, inn as f64);
-    let x = match ctm {
-        "half_pixel" => (xr + 0.5) / scale - 0.5,
-        "pytorch_half_pixel" => {
-            if out > 1 {
-                (xr + 0.5) / scale - 0.5
-            } else {
-                0.0
-            }
-        }
-        "align_corners" => {
-            if out == 1 {
-                0.0
-            } else {
-                xr * (n - 1.0) / (n * scale - 1.0)
-            }
-        }
-        "asymmetric" => xr / scale,
-        "half_pixel_symmetric" => {
-            let adj = out as f64 / (scale * n);
-            n / 2.0 * (1.0 - adj) + (xr + 0.5) / scale - 0.5
-        }
-        _ => return None,
-    };
+    let x = resize::source_coordinate(ctm, o, inn, out, scale)?;
     if taps == 2 {
-        let x = x.clamp(0.0, n - 1.0);
+        #[allow(clippy::cast_precision_loss, reason = "sizes of one axis")]
+        let x = x.clamp(0.0, inn as f64 - 1.0);
         let t = x - x.floor();
         return Some(vec![1.0 - t, t]);
     }
-    let t = x - x.floor();
-    let (p, q, r) = (t + 1.0, 1.0 - t, 2.0 - t);
-    Some(vec![
-        ((a * p - 5.0 * a) * p + 8.0 * a) * p - 4.0 * a,
-        ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0,
-        ((a + 2.0) * q - (a + 3.0)) * q * q + 1.0,
-        ((a * r - 5.0 * a) * r + 8.0 * a) * r - 4.0 * a,
-    ])
+    Some(resize::cubic_weights(x - x.floor(), a).to_vec())
 }

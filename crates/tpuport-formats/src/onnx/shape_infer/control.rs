@@ -55,6 +55,14 @@ fn join(a: &TensorType, b: &TensorType) -> TensorType {
     TensorType { dtype: a.dtype.or(b.dtype), shape }
 }
 
+/// The `body` subgraph of a `Loop` or `Scan`.
+fn body_of<'s>(subs: &'s mut [(String, Graph)], op: &str) -> Res<&'s mut Graph> {
+    subs.iter_mut()
+        .find(|(n, _)| n == "body")
+        .map(|(_, g)| g)
+        .ok_or_else(|| Fail::Invalid(format!("{op} without a body")))
+}
+
 impl Engine<'_> {
     /// `If`: infer both branches; a known condition picks one.
     pub(crate) fn if_(
@@ -95,9 +103,7 @@ impl Engine<'_> {
         consts: &HashMap<ValueId, HostValue>,
         subs: &mut [(String, Graph)],
     ) -> Res<Vec<Out>> {
-        let Some((_, body)) = subs.iter_mut().find(|(n, _)| n == "body") else {
-            return Err(Fail::Invalid("Loop without a body".to_owned()));
-        };
+        let body = body_of(subs, "Loop")?;
         let carried = cx.n_inputs().saturating_sub(2);
         if body.inputs.len() != carried + 2 || body.outputs.len() < carried + 1 {
             return Err(Fail::Invalid("Loop body signature does not match its inputs".to_owned()));
@@ -153,9 +159,7 @@ impl Engine<'_> {
         consts: &HashMap<ValueId, HostValue>,
         subs: &mut [(String, Graph)],
     ) -> Res<Vec<Out>> {
-        let Some((_, body)) = subs.iter_mut().find(|(n, _)| n == "body") else {
-            return Err(Fail::Invalid("Scan without a body".to_owned()));
-        };
+        let body = body_of(subs, "Scan")?;
         let m = usize::try_from(cx.int("num_scan_inputs", 0)).unwrap_or(0);
         let n_in = cx.n_inputs();
         if m == 0 || m > n_in || body.inputs.len() != n_in {

@@ -37,6 +37,7 @@ use std::cmp::Ordering;
 
 use super::{OpFamily, OpInfo, props};
 
+pub mod resize;
 mod table;
 
 pub use table::TABLE;
