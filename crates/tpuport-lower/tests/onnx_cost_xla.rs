@@ -28,8 +28,9 @@
 //!   two identical selects at one step).
 //!
 //! `cargo test -p tpuport-lower --test onnx_cost_xla -- --nocapture` prints the table of
-//! audit / XLA counts; the recurrent models from `$TPUPORT_RECURRENT` (the single-node cases of
-//! `scripts/recurrent_models.py`) are checked the same way when present.
+//! audit / XLA counts; the single-node recurrent models of `scripts/recurrent_models.py`
+//! (`make recurrent-models`, through `$TPUPORT_RECURRENT`) are checked the same way at the
+//! sequence lengths of their two runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr, reason = "tests")]
 
 mod onnx_common;
@@ -469,14 +470,15 @@ fn attention_rotary_swiglu_and_resize_match_xla() {
 // ---- the recurrent models of scripts/recurrent_models.py ----
 
 /// The single-node recurrent models, each at the input shapes of its two runs (two sequence
-/// lengths): `P` and `S` from the two XLA counts, `C` from the audit of the node minus its
-/// per-step share.
+/// lengths): `P` from the two XLA counts, `C` from the node's inputs ([`once_of`]).
 #[test]
 fn recurrent_models_match_xla() {
-    let Some(root) = std::env::var_os("TPUPORT_RECURRENT").map(std::path::PathBuf::from) else {
-        eprintln!("TPUPORT_RECURRENT not set: skipped");
-        return;
-    };
+    let root = tpuport_testkit::generated(
+        "TPUPORT_RECURRENT",
+        "recurrent-",
+        "manifest.json",
+        "recurrent-models",
+    );
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
             .unwrap();
