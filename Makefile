@@ -317,6 +317,12 @@ clean-fixtures:
 findings-fixtures: venv
 	$(VPY) scripts/findings_fixtures.py
 
+# Regenerates crates/tpuport-formats/tests/data/shape_rules/ (ONNX shape inference's answers
+# for the shape-rule cases); not part of `make test`, the files are committed.
+.PHONY: shape-rule-fixtures
+shape-rule-fixtures: venv
+	$(VPY) scripts/shape_rule_fixtures.py
+
 # The pip wheel: the release binary built by maturin with zig as the linker, so that it needs
 # only glibc 2.17-era symbols (manylinux2014). Tools from scripts/requirements-wheel.txt.
 WHEEL_REQS := scripts/requirements-wheel.txt

@@ -13,12 +13,16 @@
 //!   still a node with its types and attributes, never an import failure.
 //! - Weights are [`WeightData`] handles, not byte vectors: inspecting a 7B-parameter checkpoint
 //!   reads its header only.
+//! - What an op *is* (family, properties, and for ONNX ops the shape rule, cost formula and
+//!   lowering opset) lives here, in [`ops`], because every crate that reads ops depends on this
+//!   one and on none of the others.
 
 mod dtype;
 mod error;
 pub mod fs;
 mod graph;
 mod model;
+pub mod ops;
 mod shape;
 mod tensor;
 mod weights;

@@ -2,9 +2,14 @@
 //! with a bias adds `M · N`. The dimensions come from `dot_general`'s dimension numbers, Gemm's
 //! transposes, or MatMul's numpy broadcasting (a weight RHS with a broadcast batch is one GEMM
 //! with the batch folded into M). A product of two values computed in the step (attention
-//! scores `Q·Kᵀ`, context `P·V`) is classed as attention. `einsum` has no rule.
+//! scores `Q·Kᵀ`, context `P·V`) is classed as attention. ONNX `Einsum`: `2 ·` the product of
+//! every index's size for two operands (XLA's dot count: output elements times the contracted
+//! size), `(operands − 1) ·` that for more; one operand is a reduction (`input − output`).
+//! `stablehlo.einsum` has no rule.
 
-use tpuport_model::{Graph, Node, ValueId, ValueKind};
+use std::collections::BTreeMap;
+
+use tpuport_model::{Attr, Graph, Node, ValueId, ValueKind};
 
 use super::{Cx, MatmulDims, OpClass, OpCost, Site, dtype, input, int_attr, ints_attr, other};
 use super::{sat, shape};
@@ -111,4 +116,50 @@ fn matmul_dims(g: &Graph, n: &Node, op: &str) -> Option<MatmulDims> {
     let (batch, m) =
         if bb.iter().all(|&d| d == 1) { (1, batch.saturating_mul(m)) } else { (batch, m) };
     Some(dims(batch, m, k, nn))
+}
+
+/// ONNX `Einsum` by its equation (`"bij,bjk->bik"`; `...` spans the leading dims).
+pub(super) fn einsum(s: &Site<'_>, c: &mut OpCost) {
+    c.class = OpClass::Matmul;
+    let eq = s.n.attr("equation").and_then(Attr::as_str).unwrap_or("");
+    let lhs = eq.split("->").next().unwrap_or("").replace(' ', "");
+    let terms: Vec<&str> = lhs.split(',').collect();
+    let mut sizes: BTreeMap<char, u64> = BTreeMap::new();
+    let mut ins = 0u64;
+    for (i, term) in terms.iter().enumerate() {
+        let Some(sh) = s.in_shape(i) else {
+            c.not_static();
+            return;
+        };
+        ins += 1;
+        let named = term.replace("...", "");
+        let ellipsis = sh.len().saturating_sub(named.chars().count());
+        let mut dims = sh.iter();
+        for ch in term.replace("...", "\u{1}").chars() {
+            if ch == '\u{1}' {
+                // Ellipsis dims: distinct pseudo-indices, broadcast to the largest.
+                for k in 0..ellipsis {
+                    let d = dims.next().copied().unwrap_or(1);
+                    let key = char::from_u32(0xE000 + u32::try_from(k).unwrap_or(0)).unwrap_or('?');
+                    let e = sizes.entry(key).or_insert(d);
+                    *e = (*e).max(d);
+                }
+            } else {
+                let d = dims.next().copied().unwrap_or(1);
+                let e = sizes.entry(ch).or_insert(d);
+                *e = (*e).max(d);
+            }
+        }
+    }
+    let all = sat(&sizes.values().copied().collect::<Vec<_>>());
+    c.flops = match ins {
+        0 => 0,
+        1 => all.saturating_sub(s.out_elems.unwrap_or(all)),
+        k => sat(&[2, k - 1, all]),
+    };
+    if ins > 1 {
+        c.mxu_flops = c.flops;
+    } else {
+        c.class = OpClass::Reduction;
+    }
 }

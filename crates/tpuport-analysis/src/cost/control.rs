@@ -13,10 +13,11 @@ use tpuport_model::{Attr, Graph, Node, ValueId, ValueKind};
 
 use super::{CostStatus, Cx, Estimate, OpClass, OpCost, Site, Uncounted, input, other, parse_ints};
 
+/// The StableHLO / `func` control ops (ONNX `Loop`, `Scan` and `If` come through the registry).
 pub(super) fn cost(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
     match s.op.as_str() {
         "call" if s.n.op == "func.call" || s.n.domain == "func" => call(cx, s, c),
-        "while" | "loop" | "scan" => repeat(cx, s, c),
+        "while" => repeat(cx, s, c),
         "if" | "case" => branches(cx, s, c),
         _ => other::cost(cx, s, c),
     }
@@ -34,7 +35,7 @@ fn call(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
     }
 }
 
-fn repeat(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
+pub(super) fn repeat(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
     c.class = OpClass::Control;
     c.bytes = 0;
     let trips = trip_count(cx, s.g, s.n);
@@ -54,7 +55,7 @@ fn repeat(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
     }
 }
 
-fn branches(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
+pub(super) fn branches(cx: &mut Cx<'_>, s: &Site<'_>, c: &mut OpCost) {
     c.class = OpClass::Control;
     c.bytes = 0;
     let mut best: Option<Vec<OpCost>> = None;

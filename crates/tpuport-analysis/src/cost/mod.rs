@@ -17,13 +17,18 @@
 //!   trip count when it is a constant bound (else counted once, and said so).
 //! - Composite ONNX ops are expanded to their elementwise cost: Softmax `4n` FLOPs + `n` exp,
 //!   LayerNormalization `8n` + one rsqrt per row, Gelu `4n` + `n`, BatchNormalization `2n`.
+//! - Recurrent ONNX ops (RNN, GRU, LSTM) count every step's products and gate arithmetic; ONNX
+//!   Attention its products, scaling, masks and softmax; Resize its interpolation multiply-adds
+//!   (see [`recurrent`], [`attention`], [`resize`]).
 //!
 //! **Bytes accessed** per op are operand bytes plus result bytes (no fusion).
 //! [`OpCost::fused_bytes`] is the estimate the roofline uses: ops XLA fuses into a neighbour
 //! (elementwise, broadcast, reshape, convert) move no bytes of their own except weights.
 //!
-//! Ops are dispatched by their [`crate::taxonomy`] family to one rule file each; every op gets
-//! a [`CostStatus`] saying whether its figure is counted, estimated or not counted (and why).
+//! ONNX ops are dispatched by the cost rule their entry in the ONNX op registry names
+//! ([`tpuport_model::ops::onnx::CostRule`], see [`onnx`]); StableHLO ops by their
+//! [`crate::taxonomy`] family; one rule file per family. Every op gets a [`CostStatus`] saying
+//! whether its figure is counted, estimated or not counted (and why).
 //! Products of shape dimensions saturate at `u64::MAX`: hostile shapes cannot overflow.
 
 use std::collections::{BTreeMap, HashSet};
@@ -41,8 +46,11 @@ mod convolution;
 mod data;
 mod elementwise;
 mod gather_scatter;
+mod onnx;
 mod other;
+mod recurrent;
 mod reduction;
+mod resize;
 mod sort;
 
 /// Deepest nesting of calls / regions followed.
@@ -540,20 +548,26 @@ impl<'m> Cx<'m> {
             matmul: None,
             status: CostStatus::Counted,
         };
-        match family {
-            OpFamily::ControlFlow => control::cost(self, &s, &mut c),
-            OpFamily::Contraction => contraction::cost(self, &s, &mut c),
-            OpFamily::Convolution => convolution::cost(&s, &mut c),
-            OpFamily::Attention => attention::cost(&s, &mut c),
-            OpFamily::Reduction => reduction::cost(self, &s, &mut c),
-            OpFamily::GatherScatter => gather_scatter::cost(self, &mut s, &mut c),
-            OpFamily::Sort => sort::cost(&s, &mut c),
-            OpFamily::Composite => composite::cost(&s, &mut c),
-            OpFamily::Elementwise => elementwise::cost(&s, &mut c),
-            OpFamily::DataMovement | OpFamily::Metadata | OpFamily::Random => {
-                data::cost(&mut s, &mut c);
+        if let Some(entry) = tpuport_model::ops::onnx::get(&n.op) {
+            onnx::cost(self, entry, &mut s, &mut c);
+        } else {
+            match family {
+                OpFamily::ControlFlow => control::cost(self, &s, &mut c),
+                OpFamily::Contraction => contraction::cost(self, &s, &mut c),
+                OpFamily::Convolution => convolution::cost(&s, &mut c),
+                OpFamily::Attention => attention::fused(&s, &mut c),
+                OpFamily::Reduction => reduction::cost(self, &s, &mut c),
+                OpFamily::GatherScatter => gather_scatter::cost(self, &mut s, &mut c),
+                OpFamily::Sort => sort::cost(&s, &mut c),
+                OpFamily::Composite => composite::cost(&s, &mut c),
+                OpFamily::Elementwise => elementwise::cost(&s, &mut c),
+                OpFamily::DataMovement | OpFamily::Metadata | OpFamily::Random => {
+                    data::cost(&mut s, &mut c);
+                }
+                OpFamily::Recurrent | OpFamily::Collective | OpFamily::Other => {
+                    other::cost(self, &s, &mut c);
+                }
             }
-            OpFamily::Collective | OpFamily::Other => other::cost(self, &s, &mut c),
         }
         let fusible = match c.class {
             OpClass::Elementwise | OpClass::Composite => true,

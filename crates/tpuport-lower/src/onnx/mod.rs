@@ -102,8 +102,8 @@ pub enum Support {
 #[must_use]
 pub fn support(op: &str, domain: &str, opset: i64) -> Support {
     match ops::find(op, domain) {
-        Some((family, r)) if opset >= r.since => Support::Supported { family, since: r.since },
-        Some((_, r)) => Support::OldOpset { since: r.since },
+        Some((family, _, since, _)) if opset >= since => Support::Supported { family, since },
+        Some((_, _, since, _)) => Support::OldOpset { since },
         None => Support::Unsupported,
     }
 }
@@ -113,7 +113,8 @@ pub fn support(op: &str, domain: &str, opset: i64) -> Support {
 pub fn supported_ops() -> Vec<(&'static str, &'static str, i64)> {
     let mut v: Vec<_> = ops::families()
         .iter()
-        .flat_map(|(f, rules)| rules.iter().map(move |r| (r.op, *f, r.since)))
+        .flat_map(|(_, rules)| rules.iter())
+        .filter_map(|r| ops::find(r.op, "").map(|(f, _, since, _)| (r.op, f, since)))
         .collect();
     v.sort_unstable();
     v

@@ -1,5 +1,6 @@
-//! Ops with bodies: `If` (both branches inferred with the enclosing scope's types) and calls
-//! to model-local functions (the body inferred on a copy, with the call's attributes).
+//! Ops with bodies: `If` (both branches inferred with the enclosing scope's types), `Loop` and
+//! `Scan` (the body inferred with one iteration's types) and calls to model-local functions
+//! (the body inferred on a copy, with the call's attributes).
 
 use std::collections::HashMap;
 
@@ -54,6 +55,14 @@ fn join(a: &TensorType, b: &TensorType) -> TensorType {
     TensorType { dtype: a.dtype.or(b.dtype), shape }
 }
 
+/// The `body` subgraph of a `Loop` or `Scan`.
+fn body_of<'s>(subs: &'s mut [(String, Graph)], op: &str) -> Res<&'s mut Graph> {
+    subs.iter_mut()
+        .find(|(n, _)| n == "body")
+        .map(|(_, g)| g)
+        .ok_or_else(|| Fail::Invalid(format!("{op} without a body")))
+}
+
 impl Engine<'_> {
     /// `If`: infer both branches; a known condition picks one.
     pub(crate) fn if_(
@@ -94,9 +103,7 @@ impl Engine<'_> {
         consts: &HashMap<ValueId, HostValue>,
         subs: &mut [(String, Graph)],
     ) -> Res<Vec<Out>> {
-        let Some((_, body)) = subs.iter_mut().find(|(n, _)| n == "body") else {
-            return Err(Fail::Invalid("Loop without a body".to_owned()));
-        };
+        let body = body_of(subs, "Loop")?;
         let carried = cx.n_inputs().saturating_sub(2);
         if body.inputs.len() != carried + 2 || body.outputs.len() < carried + 1 {
             return Err(Fail::Invalid("Loop body signature does not match its inputs".to_owned()));
@@ -137,6 +144,72 @@ impl Engine<'_> {
                     t.shape.map(|s| Shape(std::iter::once(trips.clone()).chain(s.0).collect()));
                 outs.push(Out { ty: TensorType { dtype: t.dtype, shape }, value: None });
             }
+        }
+        Ok(outs)
+    }
+
+    /// `Scan` (opset 9+): `N` states then `M = num_scan_inputs` scan inputs. The body sees the
+    /// states and one slice of each scan input (its `scan_input_axes` dim removed); the outputs
+    /// are the `N` final states and the body's scan outputs stacked along `scan_output_axes`
+    /// (default 0) over the sequence length, the first scan input's dim on its axis.
+    pub(crate) fn scan(
+        &mut self,
+        g: &Graph,
+        cx: &NodeCx<'_>,
+        consts: &HashMap<ValueId, HostValue>,
+        subs: &mut [(String, Graph)],
+    ) -> Res<Vec<Out>> {
+        let body = body_of(subs, "Scan")?;
+        let m = usize::try_from(cx.int("num_scan_inputs", 0)).unwrap_or(0);
+        let n_in = cx.n_inputs();
+        if m == 0 || m > n_in || body.inputs.len() != n_in {
+            return Err(Fail::Invalid("Scan body signature does not match its inputs".to_owned()));
+        }
+        let states = n_in - m;
+        if body.outputs.len() < states {
+            return Err(Fail::Invalid("Scan body has fewer outputs than states".to_owned()));
+        }
+        let in_axes = cx.ints("scan_input_axes").unwrap_or_else(|| vec![0; m]);
+        let mut seq = Dim::unknown();
+        let mut seeds = seed_outer(body, g, consts);
+        for k in 0..n_in {
+            let Some(t) = cx.types[k] else { continue };
+            let mut t = t.clone();
+            if k >= states
+                && let Some(s) = t.shape.take()
+            {
+                let a = super::cx::axis(in_axes.get(k - states).copied().unwrap_or(0), s.rank())?;
+                if k == states {
+                    seq = s.0[a].clone();
+                }
+                let mut d = s.0;
+                d.remove(a);
+                t.shape = Some(Shape(d));
+            }
+            body.value_mut(body.inputs[k]).ty = t;
+        }
+        seeds.retain(|name, _| !body.inputs.iter().any(|id| &body.value(*id).name == name));
+        self.graph(body, &seeds, true);
+        let out_axes = cx.ints("scan_output_axes").unwrap_or_default();
+        let mut outs = Vec::new();
+        for (k, id) in body.outputs.iter().enumerate() {
+            let t = body.value(*id).ty.clone();
+            if k < states {
+                let init = cx.types[k].cloned().unwrap_or_default();
+                outs.push(Out { ty: join(&init, &t), value: None });
+                continue;
+            }
+            let shape = match t.shape {
+                Some(s) => {
+                    let a = out_axes.get(k - states).copied().unwrap_or(0);
+                    let a = super::cx::axis(a, s.rank() + 1)?;
+                    let mut d = s.0;
+                    d.insert(a, seq.clone());
+                    Some(Shape(d))
+                }
+                None => None,
+            };
+            outs.push(Out { ty: TensorType { dtype: t.dtype, shape }, value: None });
         }
         Ok(outs)
     }

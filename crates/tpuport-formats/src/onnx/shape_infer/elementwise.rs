@@ -1,96 +1,12 @@
 //! Elementwise ops: unary ops that keep the input type, broadcasting binary and variadic ops,
-//! comparisons, `Where`, `Cast`, and their folding on known values.
+//! comparisons, `Where`, `Cast`, and their folding on known values; `BitCast`, `EyeLike` and
+//! the quantize / dequantize pair, which keep the input's shape in another type. Which op uses
+//! which rule is the registry's [`tpuport_model::ops::onnx::ShapeRule`].
 
 use tpuport_model::{DType, Shape};
 
 use super::cx::{FOLD_MAX, Fail, NodeCx, Out, Res, broadcast};
 use crate::onnx::host::eval;
-
-/// Unary ops whose single output has the input's dtype and shape.
-pub(crate) const SAME: &[&str] = &[
-    "Relu",
-    "Sqrt",
-    "Erf",
-    "Tanh",
-    "Sigmoid",
-    "Gelu",
-    "Neg",
-    "Exp",
-    "Log",
-    "Abs",
-    "Reciprocal",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Identity",
-    "Softmax",
-    "LogSoftmax",
-    "LeakyRelu",
-    "HardSigmoid",
-    "HardSwish",
-    "Softplus",
-    "Softsign",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Cos",
-    "Sin",
-    "Tan",
-    "Sign",
-    "Mish",
-    "Trilu",
-    "CumSum",
-    "Clip",
-    "Hardmax",
-    "LpNormalization",
-    "Shrink",
-    "ThresholdedRelu",
-    "Acos",
-    "Asin",
-    "Atan",
-    "Cosh",
-    "Sinh",
-    "Asinh",
-    "Acosh",
-    "Atanh",
-    "BitwiseNot",
-    "ScatterND",
-    "ScatterElements",
-    "Scatter",
-    "InstanceNormalization",
-    "MeanVarianceNormalization",
-    "LRN",
-    "ReverseSequence",
-    "FastGelu",
-    "QuickGelu",
-    "BiasGelu",
-];
-
-/// Ops producing a bool tensor of the input's shape.
-pub(crate) const TO_BOOL: &[&str] = &["Not", "IsNaN", "IsInf"];
-
-/// Broadcasting binary/variadic ops keeping the first input's dtype.
-pub(crate) const ARITH: &[&str] = &[
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Pow",
-    "Max",
-    "Min",
-    "Mod",
-    "Sum",
-    "Mean",
-    "PRelu",
-    "BitShift",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-];
-
-/// Broadcasting comparisons and logic ops producing bool.
-pub(crate) const COMPARE: &[&str] =
-    &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"];
 
 /// A unary op keeping dtype and shape (first output), plus `Dropout`'s optional mask.
 pub(crate) fn same(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
@@ -125,12 +41,11 @@ pub(crate) fn to_bool(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     Ok(vec![out])
 }
 
-/// Broadcasting binary / variadic ops.
-pub(crate) fn binary(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+/// Broadcasting binary / variadic ops: input 0's dtype, or bool for comparisons and logic.
+pub(crate) fn binary(cx: &NodeCx<'_>, compare: bool) -> Res<Vec<Out>> {
     let shapes: Vec<&Shape> =
         (0..cx.n_inputs()).filter(|&i| cx.has(i)).map(|i| cx.shape(i)).collect::<Res<_>>()?;
     let s = broadcast(&shapes)?;
-    let compare = COMPARE.contains(&cx.node.op.as_str());
     let dtype = if compare { Some(DType::Bool) } else { cx.dtype(0) };
     let mut out = Out::new(dtype, s.clone());
     if shapes.len() == 2
@@ -169,4 +84,55 @@ pub(crate) fn cast(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         out.value = v.cast(t);
     }
     Ok(vec![out])
+}
+
+/// The element type an ONNX type-code attribute names.
+fn type_attr(cx: &NodeCx<'_>, name: &str) -> Res<Option<DType>> {
+    let code = cx.int(name, 0);
+    if code == 0 {
+        return Ok(None);
+    }
+    let c = i32::try_from(code).unwrap_or(0);
+    super::super::dtype::from_onnx(c)
+        .map(Some)
+        .ok_or_else(|| Fail::Invalid(format!("unknown element type {code} in `{name}`")))
+}
+
+/// `BitCast` (opset 26): the same shape in the `to` type (of the same bit width).
+pub(crate) fn bit_cast(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let s = cx.shape(0)?.clone();
+    let to = type_attr(cx, "to")?.ok_or_else(|| Fail::Invalid("BitCast without `to`".into()))?;
+    if let Some(from) = cx.dtype(0)
+        && from.bits() != to.bits()
+    {
+        return Err(Fail::Invalid(format!("BitCast from {from} to {to}: bit widths differ")));
+    }
+    Ok(vec![Out::new(Some(to), s)])
+}
+
+/// `EyeLike`: a rank-2 input's shape in the `dtype` type (default: the input's).
+pub(crate) fn eye_like(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let s = cx.shape(0)?.clone();
+    if s.rank() != 2 {
+        return Err(Fail::Invalid(format!("EyeLike input {s} is not rank 2")));
+    }
+    Ok(vec![Out::new(type_attr(cx, "dtype")?.or(cx.dtype(0)), s)])
+}
+
+/// `QuantizeLinear`: `x`'s shape in the zero point's type, else `output_dtype` (opset 21+),
+/// else uint8.
+pub(crate) fn quantize(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let s = cx.shape(0)?.clone();
+    let dt = if cx.has(2) {
+        cx.dtype(2)
+    } else {
+        Some(type_attr(cx, "output_dtype")?.unwrap_or(DType::U8))
+    };
+    Ok(vec![Out::new(dt, s)])
+}
+
+/// `DequantizeLinear`: `x`'s shape in `output_dtype` (opset 23+), else the scale's type.
+pub(crate) fn dequantize(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let s = cx.shape(0)?.clone();
+    Ok(vec![Out::new(type_attr(cx, "output_dtype")?.or(cx.dtype(1)), s)])
 }

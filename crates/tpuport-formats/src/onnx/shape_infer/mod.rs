@@ -6,7 +6,9 @@
 //! of every input, given shapes included (or replaces an anonymous `?` there), and
 //! `ImportOptions::dims` binds symbols by name. Every symbol bound is then substituted in every value of the graph and subgraphs.
 //!
-//! Propagation: one rule per op (files by op family); small integer/float tensors are folded
+//! Propagation: the ONNX op registry ([`tpuport_model::ops::onnx`]) names each op's
+//! [`ShapeRule`]; [`Engine`] maps every rule to its function (files by op family) in one
+//! exhaustive `match`. Small integer/float tensors are folded
 //! so that shape subgraphs (`Shape → Gather → Concat → Reshape`) give concrete shapes. A node
 //! whose inputs are all static but whose outputs are not, an op with no rule, or an
 //! inconsistent node becomes a warning [`Note`] naming the node and op; consequences of such a
@@ -15,17 +17,20 @@
 //! To infer for several batch sizes, import without bindings and call [`infer_shapes`] on a
 //! clone of the model per binding (weights are shared handles; cloning is cheap).
 
+mod attention;
 mod control;
 mod cx;
 mod elementwise;
 mod index_ops;
 mod nn;
 mod reduce;
+mod resize;
 mod rnn;
 mod shape_ops;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use tpuport_model::ops::onnx::{self as onnx_ops, ShapeRule};
 use tpuport_model::{
     Attr, Dim, Graph, Model, Note, NoteLevel, Shape, TensorType, Value, ValueId, ValueKind,
     WeightStore,
@@ -379,11 +384,69 @@ impl Engine<'_> {
         if !default_domain && node.domain != "com.microsoft" {
             return Err(Fail::Unsupported);
         }
-        match node.op.as_str() {
-            "Constant" => constant(&cx),
-            "If" => self.if_(g, &cx, consts, subs),
-            "Loop" => self.loop_(g, &cx, consts, subs),
-            op => rule(op).ok_or(Fail::Unsupported).and_then(|f| f(&cx)),
+        let Some(entry) = onnx_ops::get(&node.op) else {
+            return Err(Fail::Unsupported);
+        };
+        // One arm per rule, no wildcard: a rule added to the registry must be written here.
+        use elementwise as ew;
+        match entry.shape {
+            ShapeRule::None => Err(Fail::Unsupported),
+            ShapeRule::Constant => constant(&cx),
+            ShapeRule::If => self.if_(g, &cx, consts, subs),
+            ShapeRule::Loop => self.loop_(g, &cx, consts, subs),
+            ShapeRule::Scan => self.scan(g, &cx, consts, subs),
+            ShapeRule::Same => ew::same(&cx),
+            ShapeRule::ToBool => ew::to_bool(&cx),
+            ShapeRule::Broadcast => ew::binary(&cx, false),
+            ShapeRule::Compare => ew::binary(&cx, true),
+            ShapeRule::Dropout => ew::dropout(&cx),
+            ShapeRule::Where => ew::where_(&cx),
+            ShapeRule::Cast => ew::cast(&cx),
+            ShapeRule::BitCast => ew::bit_cast(&cx),
+            ShapeRule::EyeLike => ew::eye_like(&cx),
+            ShapeRule::Quantize => ew::quantize(&cx),
+            ShapeRule::Dequantize => ew::dequantize(&cx),
+            ShapeRule::Conv => nn::conv(&cx),
+            ShapeRule::ConvTranspose => nn::conv_transpose(&cx),
+            ShapeRule::Pool => nn::pool(&cx),
+            ShapeRule::GlobalPool => nn::global_pool(&cx),
+            ShapeRule::BatchNorm => nn::batch_norm(&cx),
+            ShapeRule::LayerNorm => nn::layer_norm(&cx),
+            ShapeRule::MatMul => nn::matmul(&cx),
+            ShapeRule::QLinearMatMul => nn::qlinear_matmul(&cx),
+            ShapeRule::Gemm => nn::gemm(&cx),
+            ShapeRule::Einsum => nn::einsum(&cx),
+            ShapeRule::Recurrent => rnn::recurrent(&cx),
+            ShapeRule::Attention => attention::attention(&cx),
+            ShapeRule::Resize => resize::resize(&cx),
+            ShapeRule::Loss => reduce::loss(&cx),
+            ShapeRule::Shape => shape_ops::shape(&cx),
+            ShapeRule::Size => shape_ops::size(&cx),
+            ShapeRule::Reshape => shape_ops::reshape(&cx),
+            ShapeRule::Flatten => shape_ops::flatten(&cx),
+            ShapeRule::Unsqueeze => shape_ops::unsqueeze(&cx),
+            ShapeRule::Squeeze => shape_ops::squeeze(&cx),
+            ShapeRule::Expand => shape_ops::expand(&cx),
+            ShapeRule::Tile => shape_ops::tile(&cx),
+            ShapeRule::ConstantOfShape => shape_ops::constant_of_shape(&cx),
+            ShapeRule::Range => shape_ops::range(&cx),
+            ShapeRule::Window => shape_ops::window(&cx),
+            ShapeRule::OneHot => shape_ops::one_hot(&cx),
+            ShapeRule::DepthToSpace => shape_ops::depth_to_space(&cx),
+            ShapeRule::SpaceToDepth => shape_ops::space_to_depth(&cx),
+            ShapeRule::CenterCropPad => shape_ops::center_crop_pad(&cx),
+            ShapeRule::Transpose => index_ops::transpose(&cx),
+            ShapeRule::Concat => index_ops::concat(&cx),
+            ShapeRule::Split => index_ops::split(&cx),
+            ShapeRule::Slice => index_ops::slice(&cx),
+            ShapeRule::Gather => index_ops::gather(&cx),
+            ShapeRule::GatherElements => index_ops::gather_elements(&cx),
+            ShapeRule::GatherNd => index_ops::gather_nd(&cx),
+            ShapeRule::Pad => index_ops::pad(&cx),
+            ShapeRule::TopK => index_ops::topk(&cx),
+            ShapeRule::NonZero => index_ops::nonzero(&cx),
+            ShapeRule::ArgReduce => reduce::arg(&cx),
+            ShapeRule::Reduce => reduce::reduce(&cx),
         }
     }
 }
@@ -398,57 +461,6 @@ fn constant(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         }
         _ => Err(Fail::Invalid("Constant without a value".to_owned())),
     }
-}
-
-type Rule = fn(&NodeCx<'_>) -> Res<Vec<Out>>;
-
-fn rule(op: &str) -> Option<Rule> {
-    use elementwise as ew;
-    Some(match op {
-        "Conv" => nn::conv,
-        "ConvTranspose" => nn::conv_transpose,
-        "MaxPool" | "AveragePool" | "LpPool" => nn::pool,
-        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => nn::global_pool,
-        "BatchNormalization" => nn::batch_norm,
-        "LayerNormalization"
-        | "GroupNormalization"
-        | "SimplifiedLayerNormalization"
-        | "SkipLayerNormalization"
-        | "RMSNormalization" => nn::layer_norm,
-        "MatMul" | "MatMulInteger" => nn::matmul,
-        "Gemm" => nn::gemm,
-        "RNN" | "GRU" | "LSTM" => rnn::recurrent,
-        "Einsum" => nn::einsum,
-        "Dropout" => ew::dropout,
-        "Where" => ew::where_,
-        "Cast" | "CastLike" => ew::cast,
-        "Shape" => shape_ops::shape,
-        "Size" => shape_ops::size,
-        "Reshape" => shape_ops::reshape,
-        "Flatten" => shape_ops::flatten,
-        "Unsqueeze" => shape_ops::unsqueeze,
-        "Squeeze" => shape_ops::squeeze,
-        "Expand" => shape_ops::expand,
-        "Tile" => shape_ops::tile,
-        "ConstantOfShape" => shape_ops::constant_of_shape,
-        "Range" => shape_ops::range,
-        "Transpose" => index_ops::transpose,
-        "Concat" => index_ops::concat,
-        "Split" => index_ops::split,
-        "Slice" => index_ops::slice,
-        "Gather" => index_ops::gather,
-        "GatherElements" => index_ops::gather_elements,
-        "GatherND" => index_ops::gather_nd,
-        "Pad" => index_ops::pad,
-        "TopK" => index_ops::topk,
-        "NonZero" => index_ops::nonzero,
-        "ArgMax" | "ArgMin" => reduce::arg,
-        op if op.starts_with("Reduce") => reduce::reduce,
-        op if ew::SAME.contains(&op) => ew::same,
-        op if ew::TO_BOOL.contains(&op) => ew::to_bool,
-        op if ew::ARITH.contains(&op) || ew::COMPARE.contains(&op) => ew::binary,
-        _ => return None,
-    })
 }
 
 /// A value's type with the name of the graph value, for subgraph seeding.

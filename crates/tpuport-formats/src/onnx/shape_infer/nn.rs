@@ -217,7 +217,18 @@ pub(crate) fn layer_norm(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
 /// `MatMul` (numpy semantics: batched, 1-D operands promoted then squeezed) and
 /// `MatMulInteger` (int32 result).
 pub(crate) fn matmul(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
-    let (a, b) = (cx.shape(0)?, cx.shape(1)?);
+    let dtype = if cx.node.op == "MatMulInteger" { Some(DType::I32) } else { cx.dtype(0) };
+    Ok(vec![Out::new(dtype, matmul_shape(cx.shape(0)?, cx.shape(1)?)?)])
+}
+
+/// `QLinearMatMul`: the product of inputs 0 and 3 (`a`, `b`) in `y_zero_point`'s type.
+pub(crate) fn qlinear_matmul(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let dtype = cx.dtype(7).or(cx.dtype(0));
+    Ok(vec![Out::new(dtype, matmul_shape(cx.shape(0)?, cx.shape(3)?)?)])
+}
+
+/// Numpy matmul of two shapes.
+fn matmul_shape(a: &Shape, b: &Shape) -> Res<Shape> {
     if a.rank() == 0 || b.rank() == 0 {
         return Err(Fail::Invalid("MatMul of a scalar".to_owned()));
     }
@@ -233,8 +244,7 @@ pub(crate) fn matmul(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
     if b.rank() > 1 {
         dims.push(b2.0[rb - 1].clone());
     }
-    let dtype = if cx.node.op == "MatMulInteger" { Some(DType::I32) } else { cx.dtype(0) };
-    Ok(vec![Out::new(dtype, Shape(dims))])
+    Ok(Shape(dims))
 }
 
 fn check_same(k1: &Dim, k2: &Dim, a: &Shape, b: &Shape) -> Res<()> {

@@ -1,4 +1,6 @@
-//! Reductions (`ReduceMean`, `ReduceSum`, `ReduceMax`, ...) and `ArgMax` / `ArgMin`.
+//! Reductions (`ReduceMean`, `ReduceSum`, `ReduceMax`, ...), `ArgMax` / `ArgMin`, and the
+//! losses that reduce over their targets (`NegativeLogLikelihoodLoss`,
+//! `SoftmaxCrossEntropyLoss`).
 
 use tpuport_model::{DType, Dim, Shape};
 
@@ -101,4 +103,22 @@ pub(crate) fn arg(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
             })
             .collect();
     Ok(vec![Out::new(Some(DType::I64), Shape(dims))])
+}
+
+/// `NegativeLogLikelihoodLoss(input, target)` / `SoftmaxCrossEntropyLoss(scores, labels)`:
+/// the target's shape with `reduction = "none"`, else a scalar, in the input's type;
+/// `SoftmaxCrossEntropyLoss`'s optional second output (`log_prob`) has the scores' shape.
+pub(crate) fn loss(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let dt = cx.dtype(0);
+    let loss = match cx.str("reduction").unwrap_or("mean") {
+        "none" => cx.shape(1)?.clone(),
+        "mean" | "sum" => Shape::scalar(),
+        r => return Err(super::cx::Fail::Invalid(format!("reduction `{r}`"))),
+    };
+    let mut outs = vec![Out::new(dt, loss)];
+    if cx.node.outputs.len() > 1 {
+        outs.push(Out::new(dt, x.clone()));
+    }
+    Ok(outs)
 }

@@ -1,5 +1,6 @@
 //! Ops that compute or change shapes: `Shape`, `Size`, `Reshape`, `Flatten`, `Unsqueeze`,
-//! `Squeeze`, `Expand`, `Tile`, `ConstantOfShape`, `Range`, with folding of their values.
+//! `Squeeze`, `Expand`, `Tile`, `ConstantOfShape`, `Range`, with folding of their values; the
+//! window generators, `OneHot`, `DepthToSpace` / `SpaceToDepth` and `CenterCropPad`.
 
 use tpuport_model::{DType, Dim, Shape};
 
@@ -242,4 +243,80 @@ pub(crate) fn range(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
         out.value = Some(HostValue::from_f64(dtype.unwrap_or(DType::I64), vec![n], vals));
     }
     Ok(vec![out])
+}
+
+/// `HannWindow` / `HammingWindow` / `BlackmanWindow`: `[size]` in `output_datatype` (default
+/// float).
+pub(crate) fn window(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let size = cx.need(0)?.first_i().ok_or_else(|| Fail::Invalid("empty size".to_owned()))?;
+    let code = i32::try_from(cx.int("output_datatype", 1)).unwrap_or(0);
+    let dtype = super::super::dtype::from_onnx(code)
+        .ok_or_else(|| Fail::Invalid(format!("unknown output_datatype {code}")))?;
+    Ok(vec![Out::new(Some(dtype), Shape::fixed(&[to_u64(size)?]))])
+}
+
+/// `OneHot(indices, depth, values)`: the indices' shape with `depth` inserted at `axis`, in
+/// `values`' type.
+pub(crate) fn one_hot(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let ind = cx.shape(0)?;
+    let depth = cx.need(1)?.first_f().ok_or_else(|| Fail::Invalid("empty depth".to_owned()))?;
+    if !(1.0..1e15).contains(&depth) {
+        return Err(Fail::Invalid(format!("depth {depth} is not a positive size")));
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked above")]
+    let depth = depth as u64;
+    let at = axis(cx.int("axis", -1), ind.rank() + 1)?;
+    let mut dims = ind.0.clone();
+    dims.insert(at, Dim::Known(depth));
+    Ok(vec![Out::new(cx.dtype(2), Shape(dims))])
+}
+
+/// The `[N, C, H, W]` input of `DepthToSpace` / `SpaceToDepth` and its `blocksize`.
+fn nchw<'a>(cx: &NodeCx<'a>) -> Res<(&'a Shape, u64)> {
+    let x = cx.shape(0)?;
+    if x.rank() != 4 {
+        return Err(Fail::Invalid(format!("input {x} is not rank 4")));
+    }
+    let b = to_u64(cx.int("blocksize", 0))?;
+    if b == 0 {
+        return Err(Fail::Invalid("blocksize missing or 0".to_owned()));
+    }
+    Ok((x, b))
+}
+
+/// `DepthToSpace`: `[N, C / b², H · b, W · b]`.
+pub(crate) fn depth_to_space(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let (x, b) = nchw(cx)?;
+    let c = super::cx::map_dim(&x.0[1], |c| (c % (b * b) == 0).then_some(c / (b * b)));
+    let h = super::cx::map_dim(&x.0[2], |h| h.checked_mul(b));
+    let w = super::cx::map_dim(&x.0[3], |w| w.checked_mul(b));
+    Ok(vec![Out::new(cx.dtype(0), Shape(vec![x.0[0].clone(), c, h, w]))])
+}
+
+/// `SpaceToDepth`: `[N, C · b², H / b, W / b]`.
+pub(crate) fn space_to_depth(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let (x, b) = nchw(cx)?;
+    let c = super::cx::map_dim(&x.0[1], |c| c.checked_mul(b * b));
+    let h = super::cx::map_dim(&x.0[2], |h| (h % b == 0).then_some(h / b));
+    let w = super::cx::map_dim(&x.0[3], |w| (w % b == 0).then_some(w / b));
+    Ok(vec![Out::new(cx.dtype(0), Shape(vec![x.0[0].clone(), c, h, w]))])
+}
+
+/// `CenterCropPad(input, shape)`: the input's shape with the `axes` (default all) replaced by
+/// `shape`'s values.
+pub(crate) fn center_crop_pad(cx: &NodeCx<'_>) -> Res<Vec<Out>> {
+    let x = cx.shape(0)?;
+    let target = cx.need(1)?.as_i64();
+    let axes: Vec<usize> = match cx.ints("axes") {
+        Some(a) => a.iter().map(|&v| axis(v, x.rank())).collect::<Res<_>>()?,
+        None => (0..x.rank()).collect(),
+    };
+    if axes.len() != target.len() {
+        return Err(Fail::Invalid(format!("{} sizes for {} axes", target.len(), axes.len())));
+    }
+    let mut dims = x.0.clone();
+    for (a, t) in axes.iter().zip(&target) {
+        dims[*a] = Dim::Known(to_u64(*t)?);
+    }
+    Ok(vec![Out::new(cx.dtype(0), Shape(dims))])
 }

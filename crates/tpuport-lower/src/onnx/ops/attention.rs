@@ -12,8 +12,7 @@ use crate::LowerError;
 use crate::onnx::cx::Cx;
 use crate::onnx::emit::T;
 
-pub(crate) const RULES: &[Rule] =
-    &[rule("Attention", 23, attention), rule("RotaryEmbedding", 23, rotary)];
+pub(crate) const RULES: &[Rule] = &[rule("Attention", attention), rule("RotaryEmbedding", rotary)];
 
 fn to4(cx: &mut Cx<'_>, x: &T, heads: Option<i64>) -> Result<T, String> {
     if x.rank() == 4 {

@@ -20,8 +20,7 @@ use crate::onnx::cx::{Cx, Src};
 use crate::onnx::emit::{T, Ty};
 use crate::onnx::host::HostVal;
 
-pub(crate) const RULES: &[Rule] =
-    &[rule("If", 1, if_), rule("Scan", 9, scan), rule("Loop", 1, loop_)];
+pub(crate) const RULES: &[Rule] = &[rule("If", if_), rule("Scan", scan), rule("Loop", loop_)];
 
 /// Subgraph attribute `name` of `node`.
 fn subgraph<'m>(cx: &Cx<'m>, node: &'m Node, name: &str) -> Result<&'m Graph, LowerError> {

@@ -10,13 +10,13 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, Ty, arr};
 
 pub(crate) const RULES: &[Rule] = &[
-    rule("Conv", 1, conv),
-    rule("ConvTranspose", 1, conv_transpose),
-    rule("MaxPool", 1, pool),
-    rule("AveragePool", 1, pool),
-    rule("LpPool", 2, pool),
-    rule("GlobalAveragePool", 1, global_pool),
-    rule("GlobalMaxPool", 1, global_pool),
+    rule("Conv", conv),
+    rule("ConvTranspose", conv_transpose),
+    rule("MaxPool", pool),
+    rule("AveragePool", pool),
+    rule("LpPool", pool),
+    rule("GlobalAveragePool", global_pool),
+    rule("GlobalMaxPool", global_pool),
 ];
 
 /// Per-spatial-dim (low, high) padding from `pads`/`auto_pad`.

@@ -11,12 +11,12 @@ use crate::onnx::emit::{T, Ty, arr, list};
 use crate::onnx::host::{HOST_MAX, HostVal, checked_elems, eval, strides};
 
 pub(crate) const RULES: &[Rule] = &[
-    rule("Gather", 1, gather),
-    rule("GatherElements", 11, gather_elements),
-    rule("GatherND", 11, gather_nd),
-    rule("ScatterND", 11, scatter_nd),
-    rule("ScatterElements", 11, scatter_elements),
-    rule("Scatter", 9, scatter_elements),
+    rule("Gather", gather),
+    rule("GatherElements", gather_elements),
+    rule("GatherND", gather_nd),
+    rule("ScatterND", scatter_nd),
+    rule("ScatterElements", scatter_elements),
+    rule("Scatter", scatter_elements),
 ];
 
 /// Indices as i64 with negative values wrapped by `dim`.

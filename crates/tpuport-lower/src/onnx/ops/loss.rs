@@ -9,7 +9,7 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::T;
 
 pub(crate) const RULES: &[Rule] =
-    &[rule("NegativeLogLikelihoodLoss", 12, nll), rule("SoftmaxCrossEntropyLoss", 12, sce)];
+    &[rule("NegativeLogLikelihoodLoss", nll), rule("SoftmaxCrossEntropyLoss", sce)];
 
 /// NLL of `logp` [N, C, d...] against `target` [N, d...] with optional class weights.
 fn nll_t(

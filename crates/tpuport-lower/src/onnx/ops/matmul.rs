@@ -9,11 +9,11 @@ use crate::onnx::emit::T;
 use crate::onnx::host::broadcast_shapes;
 
 pub(crate) const RULES: &[Rule] = &[
-    rule("MatMul", 1, matmul),
-    rule("Gemm", 7, gemm),
-    rule("Einsum", 12, einsum),
-    rule("QLinearMatMul", 10, qlinear_matmul),
-    rule("MatMulInteger", 10, matmul_integer),
+    rule("MatMul", matmul),
+    rule("Gemm", gemm),
+    rule("Einsum", einsum),
+    rule("QLinearMatMul", qlinear_matmul),
+    rule("MatMulInteger", matmul_integer),
 ];
 
 /// dot_general accumulating in f32 for bf16/f16 operands, result back in the operand type.

@@ -10,17 +10,17 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::T;
 
 pub(crate) const RULES: &[Rule] = &[
-    rule("BatchNormalization", 9, batch_norm),
-    rule("LayerNormalization", 17, layer_norm),
-    rule("InstanceNormalization", 6, instance_norm),
-    rule("GroupNormalization", 21, group_norm),
-    rule("Softmax", 1, softmax),
-    rule("LogSoftmax", 1, softmax),
-    rule("Hardmax", 1, softmax),
-    rule("RMSNormalization", 23, rms_norm),
-    rule("LpNormalization", 1, lp_norm),
-    rule("MeanVarianceNormalization", 9, mvn),
-    rule("LRN", 1, lrn),
+    rule("BatchNormalization", batch_norm),
+    rule("LayerNormalization", layer_norm),
+    rule("InstanceNormalization", instance_norm),
+    rule("GroupNormalization", group_norm),
+    rule("Softmax", softmax),
+    rule("LogSoftmax", softmax),
+    rule("Hardmax", softmax),
+    rule("RMSNormalization", rms_norm),
+    rule("LpNormalization", lp_norm),
+    rule("MeanVarianceNormalization", mvn),
+    rule("LRN", lrn),
 ];
 
 fn up(cx: &mut Cx<'_>, x: &T) -> T {

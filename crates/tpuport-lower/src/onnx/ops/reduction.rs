@@ -10,21 +10,21 @@ use crate::onnx::emit::{T, max_of, min_of};
 use crate::onnx::host::{HostVal, strides};
 
 pub(crate) const RULES: &[Rule] = &[
-    rule("ReduceSum", 1, reduce),
-    rule("ReduceMean", 1, reduce),
-    rule("ReduceMax", 1, reduce),
-    rule("ReduceMin", 1, reduce),
-    rule("ReduceProd", 1, reduce),
-    rule("ReduceL1", 1, reduce),
-    rule("ReduceL2", 1, reduce),
-    rule("ReduceLogSum", 1, reduce),
-    rule("ReduceLogSumExp", 1, reduce),
-    rule("ReduceSumSquare", 1, reduce),
-    rule("ArgMax", 1, arg),
-    rule("ArgMin", 1, arg),
-    rule("CumSum", 11, cum),
-    rule("CumProd", 26, cum),
-    rule("TopK", 10, top_k),
+    rule("ReduceSum", reduce),
+    rule("ReduceMean", reduce),
+    rule("ReduceMax", reduce),
+    rule("ReduceMin", reduce),
+    rule("ReduceProd", reduce),
+    rule("ReduceL1", reduce),
+    rule("ReduceL2", reduce),
+    rule("ReduceLogSum", reduce),
+    rule("ReduceLogSumExp", reduce),
+    rule("ReduceSumSquare", reduce),
+    rule("ArgMax", arg),
+    rule("ArgMin", arg),
+    rule("CumSum", cum),
+    rule("CumProd", cum),
+    rule("TopK", top_k),
 ];
 
 /// Reduces `x` over `dims` with `kind` (`sum`, `max`, `min`, `prod`), accumulating low

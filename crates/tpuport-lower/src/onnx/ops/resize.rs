@@ -2,6 +2,7 @@
 //! index, weight) computed on the host from the static shapes and every
 //! `coordinate_transformation_mode` except `tf_crop_and_resize`. Antialiasing is not lowered.
 
+use tpuport_model::ops::onnx::resize;
 use tpuport_model::{DType, Node};
 
 use super::{Rule, rule};
@@ -10,7 +11,7 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, Ty, arr, list};
 use crate::onnx::host::HostVal;
 
-pub(crate) const RULES: &[Rule] = &[rule("Resize", 10, resize), rule("Upsample", 9, resize)];
+pub(crate) const RULES: &[Rule] = &[rule("Resize", resize), rule("Upsample", resize)];
 
 /// Gathers `idx` along `axis`.
 fn take(cx: &mut Cx<'_>, x: &T, axis: usize, idx: &[i64]) -> T {
@@ -44,32 +45,8 @@ fn taps(p: &Params, inn: u64, out: u64, scale: f64) -> Result<Vec<Vec<(i64, f64)
     let n = inn as i64;
     let mut res = Vec::with_capacity(out as usize);
     for o in 0..out {
-        let xr = o as f64;
-        let x = match p.ctm.as_str() {
-            "half_pixel" => (xr + 0.5) / scale - 0.5,
-            "pytorch_half_pixel" => {
-                if out > 1 {
-                    (xr + 0.5) / scale - 0.5
-                } else {
-                    0.0
-                }
-            }
-            "align_corners" => {
-                if out == 1 {
-                    0.0
-                } else {
-                    xr * (inn as f64 - 1.0) / (inn as f64 * scale - 1.0)
-                }
-            }
-            "asymmetric" => xr / scale,
-            "half_pixel_symmetric" => {
-                let adj = out as f64 / (scale * inn as f64);
-                let center = inn as f64 / 2.0;
-                let off = center * (1.0 - adj);
-                off + (xr + 0.5) / scale - 0.5
-            }
-            m => return Err(format!("coordinate_transformation_mode `{m}`")),
-        };
+        let x = resize::source_coordinate(&p.ctm, o, inn, out, scale)
+            .ok_or_else(|| format!("coordinate_transformation_mode `{}`", p.ctm))?;
         let clamp = |i: i64| i.clamp(0, n - 1);
         let t = match p.mode.as_str() {
             "nearest" => {
@@ -104,13 +81,7 @@ fn taps(p: &Params, inn: u64, out: u64, scale: f64) -> Result<Vec<Vec<(i64, f64)
             "cubic" => {
                 let x0 = x.floor();
                 let t = x - x0;
-                let a = p.a;
-                let w = [
-                    ((a * (t + 1.0) - 5.0 * a) * (t + 1.0) + 8.0 * a) * (t + 1.0) - 4.0 * a,
-                    ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0,
-                    ((a + 2.0) * (1.0 - t) - (a + 3.0)) * (1.0 - t) * (1.0 - t) + 1.0,
-                    ((a * (2.0 - t) - 5.0 * a) * (2.0 - t) + 8.0 * a) * (2.0 - t) - 4.0 * a,
-                ];
+                let w = resize::cubic_weights(t, p.a);
                 let base = x0 as i64 - 1;
                 let mut v: Vec<(i64, f64)> = (0..4).map(|k| (base + k, w[k as usize])).collect();
                 if p.exclude {

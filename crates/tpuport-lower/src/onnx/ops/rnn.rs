@@ -49,10 +49,10 @@ use crate::onnx::cx::Cx;
 use crate::onnx::emit::{T, Ty};
 
 pub(crate) const RULES: &[Rule] = &[
-    rule("RNN", 1, rnn),
-    rule("GRU", 1, gru),
-    rule("LSTM", 1, lstm),
-    rule("ReverseSequence", 10, reverse_sequence),
+    rule("RNN", rnn),
+    rule("GRU", gru),
+    rule("LSTM", lstm),
+    rule("ReverseSequence", reverse_sequence),
 ];
 
 fn rnn<'m>(cx: &mut Cx<'m>, node: &'m Node) -> Result<(), LowerError> {
