@@ -67,7 +67,7 @@ pub struct BatchOptions {
     /// Buckets to lower an ONNX model at (default `[8]`).
     pub buckets: Vec<u64>,
     /// The data arguments of a StableHLO module (`--data-args`, by position or name); empty:
-    /// the argument roles decide (see `tpuport_serve::OpenOptions::data_args`).
+    /// the argument roles decide (see `tpuport_exec::OpenOptions::data_args`).
     pub data_args: Vec<String>,
     /// Rows per execution: one of the model's buckets (default the largest).
     pub batch: Option<usize>,
@@ -253,14 +253,14 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
     let listing = source::list(&opts.input)?;
     let config_image = ConfigImage::of_model(&opts.model)?;
     let t = Instant::now();
-    let client = tpuport_serve::client(opts.plugin.as_deref())?;
-    let open = tpuport_serve::OpenOptions {
+    let client = tpuport_exec::client(opts.plugin.as_deref())?;
+    let open = tpuport_exec::OpenOptions {
         buckets: opts.buckets.clone(),
         plugin: opts.plugin.clone(),
         cache: opts.cache.clone(),
         data_args: opts.data_args.clone(),
     };
-    let model = tpuport_serve::open_model(&opts.model, &client, &open)?;
+    let model = tpuport_exec::open_model(&opts.model, &client, &open)?;
     if !model.batched {
         return Err(BatchError::invalid(
             opts.model.display().to_string(),
@@ -372,7 +372,7 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
 /// Hash of everything that decides the bytes of the parts.
 fn fingerprint(
     opts: &BatchOptions,
-    model: &tpuport_serve::Model,
+    model: &tpuport_exec::Model,
     plan: &pipeline::Plan,
     batch: usize,
     part_rows: usize,

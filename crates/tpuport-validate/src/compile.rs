@@ -29,7 +29,7 @@ use tpuport_pjrt::{Executable, NamedValue, PluginKind, Program, Topology, Value}
 use tpuport_analysis::compiler_check::{CompiledTensor, CompilerFacts, CompilerInput};
 
 use crate::error::{Context as _, Result, invalid, io};
-use crate::{Module, Observer, Param};
+use tpuport_exec::{Module, Observer, Param};
 
 /// Manifest schema of a saved executable (a CPU one too: its `platform` says `cpu`).
 pub const MANIFEST_SCHEMA: &str = "tpuport.tpu-executable/1";

@@ -1,3 +1,4 @@
+use tpuport_exec::ExecError;
 use tpuport_formats::FormatError;
 use tpuport_lower::LowerError;
 use tpuport_model::ModelError;
@@ -20,6 +21,9 @@ pub enum ValidateError {
     /// Tensor bytes that do not match their type.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// Opening, binding or running the model.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
     /// Options or data that cannot work together; the message names what and where.
     #[error("{0}")]
     Invalid(String),

@@ -16,30 +16,11 @@
 //!
 //! Nothing here prints: progress and warnings go to an [`Observer`].
 
-pub mod bench;
 pub mod compile;
 pub mod conformance;
-pub mod module;
-pub mod run;
-pub mod statics;
 pub mod validate;
 
 mod error;
 
 pub use error::{Result, ValidateError};
-pub use module::{Module, Param, RuntimeOptions, Target};
-pub use statics::Statics;
-
-/// Where a pipeline reports progress (`info`) and problems that do not stop it (`warn`).
-pub trait Observer {
-    /// A progress line (shown with `-v`).
-    fn info(&self, _msg: &str) {}
-    /// A warning.
-    fn warn(&self, _msg: &str) {}
-}
-
-/// An observer that drops everything.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Silent;
-
-impl Observer for Silent {}
+pub use tpuport_exec::{Observer, Silent};

@@ -87,7 +87,7 @@ pub(super) fn prepare(a: &Options) -> Result<Prepared> {
     if model.graph.nodes.is_empty() && model.graph.inputs.is_empty() {
         return Err(invalid(format!("{}: no `@main` function to run", a.model.display())));
     }
-    let partitions = crate::module::partitions(&model);
+    let partitions = tpuport_exec::module::partitions(&model);
     if partitions > 1 {
         // the same values on one device: drop the (automatic) sharding annotations
         rewrite::unshard(&mut model).context(|| {
