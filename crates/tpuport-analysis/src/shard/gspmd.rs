@@ -160,10 +160,12 @@ mod tests {
             axes: vec![("data".into(), 2), ("fsdp".into(), 1), ("tensor".into(), 4)],
             device_ids: false,
         };
+        let meshes = [mesh];
         let batch = r#"#sdy.sharding<@mesh, [{"data"}, {}]>"#;
-        let s = from_shardy(batch, std::slice::from_ref(&mesh));
+        let s = from_shardy(batch, &meshes);
         assert_eq!(s.as_deref(), Some("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"));
-        assert_eq!(from_shardy(r#"#sdy.sharding<@other, [{"data"}, {}]>"#, &[mesh.clone()]), None);
-        assert_eq!(from_shardy(r#"#sdy.sharding<@mesh, [{"data":(1)2}, {}]>"#, &[mesh]), None);
+        // Another mesh, a sub-axis: not read.
+        assert_eq!(from_shardy(r#"#sdy.sharding<@other, [{"data"}, {}]>"#, &meshes), None);
+        assert_eq!(from_shardy(r#"#sdy.sharding<@mesh, [{"data":(1)2}, {}]>"#, &meshes), None);
     }
 }
