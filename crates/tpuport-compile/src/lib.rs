@@ -28,7 +28,8 @@
 //! - [`save`]: `--save`, the executable and its manifest;
 //! - [`report`]: the report ([`CompileReport`]) and what the audit compares of it.
 //!
-//! Nothing here prints: progress and warnings go to a [`tpuport_exec::Observer`].
+//! Nothing here prints: progress and warnings go to a [`tpuport_exec::Observer`]. Errors are
+//! [`tpuport_exec::ExecError`]s.
 
 pub mod executable;
 pub mod libtpu;
@@ -40,9 +41,6 @@ pub mod report;
 pub mod request;
 pub mod save;
 
-mod error;
-
-pub use error::{CompileError, Result};
 pub use libtpu::find_libtpu;
 pub use oom::{compiler_message, out_of_memory};
 pub use pipeline::compile;

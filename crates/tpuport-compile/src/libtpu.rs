@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tpuport_hw::CompileTarget;
 use tpuport_pjrt::{NamedValue, PluginKind, Value};
 
-use crate::error::{Result, invalid};
+use tpuport_exec::error::{Result, invalid};
 
 /// libtpu: the explicit path, else the first libtpu plugin [`tpuport_pjrt::discover`] finds:
 /// `$TPUPORT_PJRT_PLUGIN` / `$TPU_LIBRARY_PATH` when they name libtpu, `libtpu/libtpu.so` in a

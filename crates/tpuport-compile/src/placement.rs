@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::error::{Context as _, Result};
+use tpuport_exec::error::{Context as _, Result};
 
 /// A sharding plan to place on a program's arguments before it compiles: each parameter
 /// the plan names gets its partition spec, each data argument whose leading dimension is the

@@ -7,7 +7,7 @@ use tpuport_model::{DType, ModelFormat};
 use tpuport_pjrt::Program;
 
 use crate::Request;
-use crate::error::{Context as _, Result, invalid};
+use tpuport_exec::error::{Context as _, Result, invalid};
 
 /// Element type and dimensions of a parameter or output, when known.
 pub(crate) type Typed = Option<(DType, Vec<u64>)>;

@@ -9,8 +9,8 @@ use tpuport_formats::ImportOptions;
 use tpuport_hw::Catalog;
 use tpuport_lower::onnx::ComputeType;
 
-use crate::error::{Result, invalid};
 use crate::{Placement, compile, find_libtpu};
+use tpuport_exec::error::{Result, invalid};
 
 /// What to compile, for which slice, with which libtpu.
 #[derive(Clone, Debug, Default)]

@@ -1,4 +1,6 @@
-//! The crate's error type: what could not be opened, bound, compiled or run.
+//! The error of everything that opens, binds, compiles, loads or runs a model: this crate's,
+//! and the pipelines built on it (`tpuport-compile`, `tpuport-validate`) return it too, built
+//! with [`invalid`], [`io`] and [`Context::context`].
 
 use std::path::PathBuf;
 
@@ -7,8 +9,8 @@ use tpuport_lower::LowerError;
 use tpuport_model::ModelError;
 use tpuport_pjrt::PjrtError;
 
-/// Why a model could not be opened, loaded or run. `Display` is one line; [`ExecError::Context`]
-/// layers read as `outer: inner` through [`std::error::Error::source`].
+/// Why a model could not be opened, compiled, loaded, run or checked. `Display` is one line;
+/// [`ExecError::Context`] layers read as `outer: inner` through [`std::error::Error::source`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExecError {
@@ -91,8 +93,12 @@ impl ExecError {
     }
 }
 
-/// `with_context` for results of this crate.
-pub(crate) trait Context<T> {
+/// `with_context` for results that convert into an [`ExecError`].
+pub trait Context<T> {
+    /// The error wrapped in an [`ExecError::Context`] saying what was being done.
+    ///
+    /// # Errors
+    /// The error of `self`, with the context.
     fn context(self, what: impl FnOnce() -> String) -> Result<T>;
 }
 
@@ -103,11 +109,13 @@ impl<T, E: Into<ExecError>> Context<T> for std::result::Result<T, E> {
 }
 
 /// An [`ExecError::Invalid`].
-pub(crate) fn invalid(msg: impl Into<String>) -> ExecError {
+#[must_use]
+pub fn invalid(msg: impl Into<String>) -> ExecError {
     ExecError::Invalid(msg.into())
 }
 
 /// An [`ExecError::Io`].
-pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> ExecError {
+#[must_use]
+pub fn io(what: impl Into<String>, source: std::io::Error) -> ExecError {
     ExecError::Io { what: what.into(), source }
 }

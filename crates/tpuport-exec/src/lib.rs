@@ -27,7 +27,8 @@
 //!   `config.toml` declares its tensors in and a loaded model's types must have.
 //!
 //! Nothing here prints: progress and warnings go to an [`Observer`], load figures to a
-//! [`LoadMetrics`].
+//! [`LoadMetrics`]. [`ExecError`] is also the error of the pipelines built on this crate
+//! (`tpuport-compile`, `tpuport-validate`).
 
 pub mod bench;
 pub mod config;
@@ -41,7 +42,7 @@ pub mod statics;
 pub mod target;
 pub mod wire;
 
-mod error;
+pub mod error;
 
 pub use config::ModelConfig;
 pub use error::{ExecError, Result};

@@ -8,11 +8,7 @@
 //!
 //! Running one model is `tpuport-exec`'s (`tpuport run`, `tpuport bench`), compiling for a
 //! TPU slice `tpuport-compile`'s. Nothing here prints: progress and warnings go to a
-//! [`tpuport_exec::Observer`].
+//! [`tpuport_exec::Observer`]. Errors are [`tpuport_exec::ExecError`]s.
 
 pub mod conformance;
 pub mod validate;
-
-mod error;
-
-pub use error::{Result, ValidateError};

@@ -18,10 +18,10 @@ use tpuport_model::{DType, HostTensor};
 use tpuport_numerics::{Bisection, Metrics, Policy, Verdict};
 use tpuport_pjrt::{KeepAlive, Program, Runtime};
 
-use crate::error::{Context as _, Result, invalid};
 pub use prepare::short_loc;
 use prepare::{Prepared, prepare};
 use reference::ReferenceKind;
+use tpuport_exec::error::{Context as _, Result, invalid};
 use tpuport_exec::{Module, Observer, RuntimeOptions};
 
 /// JSON schema id of the report.

@@ -10,7 +10,7 @@ use tpuport_model::{DType, HostTensor, Model, WeightStore};
 use tpuport_numerics::{Precision, Probe};
 
 use super::{Emulate, Options};
-use crate::error::{Context as _, Result, invalid, io};
+use tpuport_exec::error::{Context as _, Result, invalid, io};
 
 /// What [`prepare`] builds.
 pub(super) struct Prepared {

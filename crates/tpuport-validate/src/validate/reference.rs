@@ -8,7 +8,7 @@ use tpuport_model::HostTensor;
 
 use super::Options;
 use super::prepare::Prepared;
-use crate::error::{Result, invalid, io};
+use tpuport_exec::error::{Result, invalid, io};
 
 /// `--reference`.
 pub(super) enum ReferenceKind {
