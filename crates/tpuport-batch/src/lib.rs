@@ -1,5 +1,5 @@
-//! `tpuport batch`: offline batch inference over a dataset, on the same model session as
-//! `tpuport serve` (every bucket compiled once, weights uploaded once).
+//! `tpuport batch`: offline batch inference over a dataset, on the model `tpuport serve` loads
+//! too (`tpuport_exec::open_model`: every bucket compiled once, weights uploaded once).
 //!
 //! ```text
 //! source files ──► decoder threads ──► bounded queue ──► executors (≥ 2 in flight) ──► writer

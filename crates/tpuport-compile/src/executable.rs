@@ -2,12 +2,12 @@
 //! executable.
 
 use tpuport_exec::Observer;
+use tpuport_exec::error::{Context as _, Result};
 use tpuport_hw::XlaLayout;
 use tpuport_pjrt::{Executable, Value};
 
 use crate::prepare::{Prepared, Typed};
 use crate::{CPU_TARGET, CompileReport, Cost, Operand};
-use tpuport_exec::error::{Context as _, Result};
 
 fn nonneg(x: i64) -> u64 {
     u64::try_from(x).unwrap_or(0)

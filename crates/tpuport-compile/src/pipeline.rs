@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use tpuport_exec::Observer;
+use tpuport_exec::error::{Context as _, Result, invalid};
 use tpuport_hw::Catalog;
 use tpuport_pjrt::{PluginKind, Topology};
 
@@ -15,7 +16,6 @@ use crate::oom::{compiler_message, out_of_memory, to_u64};
 use crate::prepare::prepare;
 use crate::save::{SavedFor, hash_file, save};
 use crate::{CPU_TARGET, CompileReport, CompilerInfo, Outcome, PerDevice, Request, SCHEMA};
-use tpuport_exec::error::{Context as _, Result, invalid};
 
 /// Compiles `req.model` for `req.target` with libtpu and reports what the compiler answered.
 ///

@@ -1,13 +1,13 @@
 //! The model read as the program to compile, with what is known of its signature: StableHLO
 //! as it is, ONNX through tpuport's lowering, either with a [`crate::Placement`] applied.
 
+use tpuport_exec::error::{Context as _, Result, invalid};
 use tpuport_exec::{Module, Observer, Param};
 use tpuport_lower::onnx::{ArgSource, LowerOptions, lower};
 use tpuport_model::{DType, ModelFormat};
 use tpuport_pjrt::Program;
 
 use crate::Request;
-use tpuport_exec::error::{Context as _, Result, invalid};
 
 /// Element type and dimensions of a parameter or output, when known.
 pub(crate) type Typed = Option<(DType, Vec<u64>)>;

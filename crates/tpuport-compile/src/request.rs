@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use tpuport_analysis::compiler_check::CompilerInput;
 use tpuport_exec::Observer;
+use tpuport_exec::error::{Result, invalid};
 use tpuport_formats::ImportOptions;
 use tpuport_hw::Catalog;
 use tpuport_lower::onnx::ComputeType;
 
 use crate::{Placement, compile, find_libtpu};
-use tpuport_exec::error::{Result, invalid};
 
 /// What to compile, for which slice, with which libtpu.
 #[derive(Clone, Debug, Default)]

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use tpuport_exec::error::{Context as _, Result, invalid, io};
 use tpuport_pjrt::{Executable, NamedValue, Program};
 
 use crate::{CompileReport, CompilerInfo, Operand, PerDevice, Saved};
-use tpuport_exec::error::{Context as _, Result, invalid, io};
 
 /// Manifest schema of a saved executable (a CPU one too: its `platform` says `cpu`).
 pub use tpuport_exec::saved::MANIFEST_SCHEMA;

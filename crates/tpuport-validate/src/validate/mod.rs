@@ -12,6 +12,8 @@ mod reference;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use tpuport_exec::error::{Context as _, Result, invalid};
+use tpuport_exec::{Module, Observer, RuntimeOptions};
 use tpuport_formats::tensors::{Entry, Slot, SplitMix};
 use tpuport_lower::rewrite::EmulationStats;
 use tpuport_model::{DType, HostTensor};
@@ -21,8 +23,6 @@ use tpuport_pjrt::{KeepAlive, Program, Runtime};
 pub use prepare::short_loc;
 use prepare::{Prepared, prepare};
 use reference::ReferenceKind;
-use tpuport_exec::error::{Context as _, Result, invalid};
-use tpuport_exec::{Module, Observer, RuntimeOptions};
 
 /// JSON schema id of the report.
 pub const SCHEMA: &str = "tpuport.validate/1";
