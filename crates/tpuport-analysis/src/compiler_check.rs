@@ -1,6 +1,6 @@
 //! The audit checked against the TPU compiler: the per-device HBM the compiler needs next to
 //! the audit's estimate, and every padding claim re-checked against the layout the compiler
-//! chose. The caller compiles the model (libtpu, `tpuport_validate::compile`) and passes what
+//! chose. The caller compiles the model (libtpu, `tpuport_compile`) and passes what
 //! the compiler answered as [`CompilerFacts`]; this module compares, it never compiles.
 
 use serde::Serialize;

@@ -25,7 +25,7 @@ pub enum BatchError {
     },
     /// The model could not be opened.
     #[error("opening the model")]
-    Model(#[from] tpuport_serve::ServeError),
+    Model(#[from] tpuport_exec::ExecError),
     /// Executing a batch failed.
     #[error("executing a batch of part {part}")]
     Execute {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use tpuport_serve::config::ImageLayout;
+use tpuport_exec::config::ImageLayout;
 
 use crate::resample;
 
@@ -62,14 +62,11 @@ impl ConfigImage {
     ///
     /// # Errors
     /// The config cannot be read or is invalid (the message names the file and the field).
-    pub fn of_model(model: &Path) -> Result<Option<ConfigImage>, tpuport_serve::ServeError> {
-        let file = model.join("config.toml");
-        if !model.is_dir() || !file.is_file() {
-            return Ok(None);
-        }
-        let Some(c) = tpuport_serve::ModelConfig::read(&file)?.image else {
+    pub fn of_model(model: &Path) -> Result<Option<ConfigImage>, tpuport_exec::ExecError> {
+        let Some((config, file)) = tpuport_exec::ModelConfig::of_entry(model)? else {
             return Ok(None);
         };
+        let Some(c) = config.image else { return Ok(None) };
         let layout = c.layout.map(|l| match l {
             ImageLayout::Nchw => Layout::Nchw,
             ImageLayout::Nhwc => Layout::Nhwc,

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tpuport_serve::TensorSig;
+use tpuport_exec::TensorSig;
 
 use crate::error::{BatchError, Result};
 use crate::source::BadRow;

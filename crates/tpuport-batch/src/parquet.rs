@@ -13,8 +13,8 @@ use arrow_array::{
 use arrow_schema::DataType;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use tpuport_exec::TensorSig;
 use tpuport_model::DType;
-use tpuport_serve::TensorSig;
 
 use crate::source::{BadRow, ReadRows, flat};
 

@@ -10,8 +10,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tpuport_exec::Model;
 use tpuport_model::DType;
-use tpuport_serve::Model;
 
 use crate::error::{BatchError, Result};
 use crate::image::{ConfigImage, ImageOptions, ImageSpec};

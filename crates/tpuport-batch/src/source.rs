@@ -11,8 +11,8 @@
 use std::io::{Read as _, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use tpuport_exec::TensorSig;
 use tpuport_model::DType;
-use tpuport_serve::TensorSig;
 
 use crate::error::{BatchError, Result};
 use crate::image::ImageSpec;

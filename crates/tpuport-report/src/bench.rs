@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use tpuport_validate::bench::Row;
+use tpuport_exec::bench::Row;
 
 /// The text report: one block per benchmarked module.
 #[must_use]

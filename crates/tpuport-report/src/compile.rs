@@ -1,10 +1,10 @@
 //! `tpuport compile`'s report (JSON schema `tpuport.compile/1`) as text.
 //!
-//! [`tpuport_validate::compile`] fills a [`CompileReport`] from libtpu's answers; this module
+//! [`tpuport_compile`] fills a [`CompileReport`] from libtpu's answers; this module
 //! only shapes them for reading: summary first (target, outcome, per-chip memory and fit), then
 //! cost, then the parameters and outputs with the layout and sharding the compiler chose.
 
-pub use tpuport_validate::compile::{
+pub use tpuport_compile::{
     CompileReport, CompilerInfo, Cost, Operand, Outcome, PerDevice, SCHEMA, Saved,
 };
 
@@ -43,7 +43,7 @@ pub fn render_text(r: &CompileReport) -> String {
         },
         r.compile_ms
     ));
-    if r.target == tpuport_validate::compile::CPU_TARGET {
+    if r.target == tpuport_compile::CPU_TARGET {
         s.push_str(&format!(
             "  compiler: PJRT CPU plugin {} (PJRT API {}; {})\n",
             r.compiler.path, r.compiler.pjrt_api, r.compiler.build

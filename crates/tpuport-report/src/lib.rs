@@ -12,10 +12,13 @@
 //! - [`sarif`]: the SARIF 2.1.0 object model.
 //!
 //! One module per verb renders that verb's report: [`audit`], [`inspect`], [`catalog`],
-//! [`doctor`], [`check`], [`validate`], [`bench`], [`run`], [`conformance`], [`lower`] (the
-//! last five over the report types of `tpuport-validate` and `tpuport-formats`). The HTML
-//! report of `tpuport migrate` (inline SVG charts) will be a `html` module built on the same
-//! data.
+//! [`doctor`], [`check`], [`validate`], [`bench`], [`run`], [`conformance`], [`lower`],
+//! [`compile`], [`batch`] and the others, over the report types of the crates that produce
+//! them (`tpuport-exec` for run and bench, `tpuport-validate`, `tpuport-compile`,
+//! `tpuport-formats`; `tpuport-batch` without its `pipeline` feature, for the summary alone).
+//! Those are result types: this crate compiles no server, dataset reader or image decoder.
+//! The HTML report of `tpuport migrate` (inline SVG charts) will be a `html` module built on
+//! the same data.
 
 pub mod audit;
 pub mod batch;

@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
+use tpuport_exec::run::Report;
 use tpuport_pjrt::CacheStatus;
-use tpuport_validate::run::Report;
 
 /// One line for the execution, one per output file.
 #[must_use]

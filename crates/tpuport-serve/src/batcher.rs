@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{ErrorKind, InferError};
 use crate::metrics::{Counter, Gauge, Histogram, Registry, names};
-use crate::model::Model;
+use tpuport_exec::Model;
 
 /// Rows per output for one request, in the model's output order.
 pub(crate) type Reply = Result<Vec<Bytes>, InferError>;
@@ -245,12 +245,12 @@ impl Batcher {
         let m = ModelMetrics {
             queue_duration: reg.histogram(names::QUEUE_DURATION, &[n]),
             compute: model
-                .buckets
+                .buckets()
                 .iter()
                 .map(|b| reg.histogram(names::COMPUTE_DURATION, &[n, &b.label]))
                 .collect(),
             executions: model
-                .buckets
+                .buckets()
                 .iter()
                 .map(|b| reg.counter(names::EXECUTIONS, &[n, &b.label]))
                 .collect(),
@@ -492,9 +492,9 @@ fn run_batch(s: &Shared, pieces: &[Piece], scratch: &mut [Vec<u8>]) {
     let model = &s.model;
     let total: usize = pieces.iter().map(|p| p.len).sum();
     let b = model.bucket_for(total);
-    let bucket = &model.buckets[b];
+    let bucket = &model.buckets()[b];
     let t = Instant::now();
-    match execute(model, bucket, pieces, total, scratch) {
+    match execute(model, b, pieces, total, scratch) {
         Ok(outs) => {
             s.m.compute[b].observe(t.elapsed().as_secs_f64());
             s.m.executions[b].inc();
@@ -522,11 +522,12 @@ fn run_batch(s: &Shared, pieces: &[Piece], scratch: &mut [Vec<u8>]) {
 
 fn execute(
     model: &Model,
-    bucket: &crate::model::Bucket,
+    b: usize,
     pieces: &[Piece],
     total: usize,
     scratch: &mut [Vec<u8>],
 ) -> Result<Vec<Bytes>, tpuport_pjrt::PjrtError> {
+    let bucket = &model.buckets()[b];
     let whole = pieces.len() == 1 && pieces[0].item.rows == bucket.rows && total == bucket.rows;
     for (i, sig) in model.inputs.iter().enumerate() {
         if whole {
@@ -543,7 +544,7 @@ fn execute(
     let inputs: Vec<&[u8]> = (0..model.inputs.len())
         .map(|i| if whole { &pieces[0].item.inputs[i][..] } else { &scratch[i][..] })
         .collect();
-    let outs = model.execute_rows(bucket, &inputs)?;
+    let outs = model.execute_bucket(b, &inputs)?;
     Ok(outs.into_iter().map(Bytes::from).collect())
 }
 

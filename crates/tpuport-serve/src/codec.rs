@@ -9,7 +9,7 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 use tpuport_model::DType;
 
 use crate::error::InferError;
-use crate::wire;
+use tpuport_exec::wire;
 
 /// Decodes JSON tensor data (`[1,2,3]` or `[[1,2],[3]]`) of `dtype` holding exactly
 /// `elements` values. Allocation is bounded by `elements`, which the caller checked against

@@ -16,15 +16,7 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    /// A configuration file or value is wrong.
-    #[error("{path}: {message}")]
-    Config {
-        /// The file (or the flag) at fault.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// A model could not be loaded.
+    /// No model loaded: nothing to serve (`model` is `*`).
     #[error("model `{model}`: {message}")]
     Model {
         /// The model's name.
@@ -32,13 +24,10 @@ pub enum ServeError {
         /// What failed.
         message: String,
     },
-    /// A model file (a lowered folder's manifest, a module) is unreadable or invalid; the
-    /// message names the file and the field.
+    /// The model repository, a model's config or files, or the PJRT runtime: opening or
+    /// loading a model failed (the message names the file or the model).
     #[error(transparent)]
-    Format(#[from] tpuport_formats::FormatError),
-    /// The PJRT runtime failed.
-    #[error(transparent)]
-    Pjrt(#[from] tpuport_pjrt::PjrtError),
+    Exec(#[from] tpuport_exec::ExecError),
     /// The listener could not be bound or served.
     #[error("listening on {addr}: {source}")]
     Listen {
@@ -51,14 +40,6 @@ pub enum ServeError {
 }
 
 impl ServeError {
-    pub(crate) fn config(path: impl Into<PathBuf>, message: impl Into<String>) -> ServeError {
-        ServeError::Config { path: path.into(), message: message.into() }
-    }
-
-    pub(crate) fn model(model: &str, message: impl Into<String>) -> ServeError {
-        ServeError::Model { model: model.to_owned(), message: message.into() }
-    }
-
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> ServeError {
         ServeError::Io { path: path.into(), source }
     }

@@ -1,35 +1,32 @@
 //! `tpuport serve`: a KServe v2 (Open Inference Protocol) server on PJRT.
 //!
 //! REST (axum) and gRPC (`inference.GRPCInferenceService`, tonic) share one port. Each model
-//! of the repository ([`config`]) is compiled once per batch bucket and its weights uploaded
-//! once before the server reports ready; requests are queued per model and batched into the
-//! smallest bucket that fits ([`batcher`]), so nothing compiles on the request path. Metrics
-//! are served at `/metrics` in the Prometheus text format ([`metrics`]). On SIGTERM readiness
-//! drops, new requests get 503 and queued requests finish within the drain timeout.
+//! of the repository is loaded through `tpuport-exec` ([`tpuport_exec::Repository`],
+//! [`tpuport_exec::Model::load`]): compiled once per batch bucket and its weights uploaded
+//! once before the server reports ready; requests are checked against the model's signature,
+//! queued per model and batched into the smallest bucket that fits ([`batcher`]), so nothing
+//! compiles on the request path. Metrics are served at `/metrics` in the Prometheus text
+//! format ([`metrics`], which also hears each model's load). On SIGTERM readiness drops, new
+//! requests get 503 and queued requests finish within the drain timeout. This crate holds the
+//! server: its options ([`config`]), the protocol front ends, the batcher and the metrics.
 //!
 //! The library never prints: start-up and shutdown events go to a [`Reporter`].
 
 mod batcher;
+mod check;
 mod codec;
 pub mod config;
 pub mod error;
 pub mod grpc;
 pub mod metrics;
-mod model;
-pub mod repo;
 mod rest;
-mod saved;
 mod server;
-mod standalone;
 mod state;
-pub mod wire;
 
-pub use config::{Limits, ModelConfig, ServeOptions};
+pub use config::{Limits, ServeOptions};
 pub use error::{ErrorKind, InferError, ServeError};
-pub use model::{ExeSource, Model, TensorSig};
 pub use rest::HEADER_LENGTH;
 pub use server::{app, serve, serve_blocking, serve_state, shutdown_signal};
-pub use standalone::{OpenOptions, client, open_model};
 pub use state::{Reporter, State};
 
 /// The server's OpenAPI 3 document (served at `/openapi.json`).
@@ -41,7 +38,7 @@ pub struct NoReport;
 
 impl Reporter for NoReport {
     fn listening(&self, _: std::net::SocketAddr) {}
-    fn model_loaded(&self, _: &Model, _: f64) {}
+    fn model_loaded(&self, _: &tpuport_exec::Model, _: f64) {}
     fn model_failed(&self, _: &str, _: &ServeError) {}
     fn ready(&self, _: usize, _: usize) {}
     fn draining(&self) {}

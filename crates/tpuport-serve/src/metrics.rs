@@ -396,6 +396,25 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
+/// `tpuport serve`'s figures of a model's load: its weight bytes, each bucket's executable
+/// (cache outcome, compiles) and the seconds it took.
+impl tpuport_exec::LoadMetrics for Registry {
+    fn weight_bytes(&self, model: &str, bytes: usize) {
+        self.gauge(names::WEIGHT_BYTES, &[model]).set(i64::try_from(bytes).unwrap_or(0));
+    }
+
+    fn bucket_ready(&self, model: &str, bucket: &str, cache: tpuport_exec::CacheUse, seconds: f64) {
+        self.counter(names::COMPILE_CACHE, &[model, cache.as_str()]).inc();
+        // Registered at 0 for a model whose executables all came from the cache or a file.
+        let compiles = self.counter(names::COMPILES, &[model]);
+        if cache.source() == tpuport_exec::ExeSource::Compiled {
+            compiles.inc();
+        }
+        self.gauge(names::COMPILE_SECONDS, &[model, bucket])
+            .set(i64::try_from(seconds.ceil() as u64).unwrap_or(0));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

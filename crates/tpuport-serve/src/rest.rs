@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::codec::{JsonData, decode_json};
 use crate::error::{ErrorKind, InferError};
 use crate::state::{Decoded, Entry, Schedule, State};
-use crate::wire;
+use tpuport_exec::wire;
 
 /// The header that gives the JSON part's length in a binary-extension body.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";
@@ -102,7 +102,7 @@ async fn model_metadata_v(AxState(s): St, Path((name, v)): Path<(String, String)
 fn metadata(s: &State, name: &str, version: Option<&str>) -> Response {
     match s.model(name, version) {
         Ok((m, _, _)) => {
-            let t = |x: &crate::model::TensorSig| {
+            let t = |x: &tpuport_exec::TensorSig| {
                 json!({
                     "name": x.name,
                     "datatype": wire::name(x.dtype).unwrap_or("?"),
@@ -293,7 +293,7 @@ async fn infer_inner(
     let mut decoded = Vec::with_capacity(req.inputs.len());
     for inp in &req.inputs {
         let (index, rows, elements) =
-            model.check_input(&inp.name, &inp.datatype, &inp.shape, max)?;
+            crate::check::check_input(&model, &inp.name, &inp.datatype, &inp.shape, max)?;
         let sig = &model.inputs[index];
         let size = elements * wire::size(sig.dtype);
         let data = match param_u64(inp.parameters.as_ref(), "binary_data_size")? {

@@ -13,8 +13,8 @@ use crate::batcher::{Batcher, Item, Knobs, Unclaimed};
 use crate::config::ServeOptions;
 use crate::error::{ErrorKind, InferError, ServeError};
 use crate::metrics::{Counter, Registry, names};
-use crate::model::Model;
-use crate::repo::Repository;
+use tpuport_exec::Model;
+use tpuport_exec::Repository;
 
 /// Start-up and shutdown events, for the caller to show (the library never prints).
 pub trait Reporter: Send + Sync {
@@ -158,7 +158,7 @@ impl State {
         if let Some(c) = self.client.get() {
             return Ok(c);
         }
-        let c = crate::standalone::client(self.opts.plugin.as_deref())?;
+        let c = tpuport_exec::client(self.opts.plugin.as_deref())?;
         Ok(self.client.get_or_init(|| c))
     }
 
@@ -170,10 +170,9 @@ impl State {
         let after_ready = self.ready.load(Ordering::Acquire);
         let result = (|| {
             let plan = self.repo.plan(name)?;
-            let cfg = plan.cfg.clone();
-            let n_buckets = plan.buckets.len() as u64;
-            let model =
-                crate::model::load(plan, self.client()?, self.opts.cache.as_ref(), &self.metrics)?;
+            let cfg = plan.config().clone();
+            let n_buckets = plan.bucket_count() as u64;
+            let model = Model::load(plan, self.client()?, self.opts.cache.as_ref(), &self.metrics)?;
             if after_ready {
                 self.compiles_after_ready.add(n_buckets);
             }

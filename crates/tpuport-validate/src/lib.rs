@@ -1,45 +1,14 @@
-//! The pipelines that run models on a PJRT device, behind the `run`, `bench`, `validate` and
-//! `conformance` verbs (and next `serve` and `batch`): each takes options, does the work and
-//! returns a public, serialisable report; the binary parses flags and renders the report.
+//! The numerics pipelines behind `tpuport validate` and `tpuport conformance`: each takes
+//! options, runs models on a PJRT device through `tpuport-exec` and returns a public,
+//! serialisable report; the binary parses flags and renders the report.
 //!
-//! - [`module`]: what runs (a StableHLO module with its signature and shardings, or a bucket
-//!   of a `tpuport lower` folder with its weights) and the runtime that runs it.
-//! - [`run`]: one execution, outputs written as `.npy`.
-//! - [`compile`]: the real TPU compiler (libtpu) for a slice without a TPU: per-device memory,
-//!   cost, layouts and shardings, or the compiler's refusal; `--save` with a manifest.
-//! - [`bench`]: compile times, latency percentiles, throughput, achieved FLOP/s, memory.
 //! - [`validate`]: numerics parity against a reference (files, the same model in f32,
 //!   onnxruntime), TPU matmul-precision emulation, first divergent op.
 //! - [`conformance`]: the ONNX backend test cases through the lowering.
-//! - [`statics`]: how an ONNX model is made static for those verbs (bound dimensions, inputs
-//!   given a value at lowering time).
 //!
-//! Nothing here prints: progress and warnings go to an [`Observer`].
+//! Running one model is `tpuport-exec`'s (`tpuport run`, `tpuport bench`), compiling for a
+//! TPU slice `tpuport-compile`'s. Nothing here prints: progress and warnings go to a
+//! [`tpuport_exec::Observer`]. Errors are [`tpuport_exec::ExecError`]s.
 
-pub mod bench;
-pub mod compile;
 pub mod conformance;
-pub mod module;
-pub mod run;
-pub mod statics;
 pub mod validate;
-
-mod error;
-
-pub use error::{Result, ValidateError};
-pub use module::{Module, Param, RuntimeOptions, Target};
-pub use statics::Statics;
-
-/// Where a pipeline reports progress (`info`) and problems that do not stop it (`warn`).
-pub trait Observer {
-    /// A progress line (shown with `-v`).
-    fn info(&self, _msg: &str) {}
-    /// A warning.
-    fn warn(&self, _msg: &str) {}
-}
-
-/// An observer that drops everything.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Silent;
-
-impl Observer for Silent {}

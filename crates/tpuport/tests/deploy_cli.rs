@@ -207,3 +207,32 @@ fn bad_input_is_one_line_and_exit_2() {
     }
     assert!(!out.exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_model_path_that_leaves_the_repository_is_refused() {
+    // The model file as a symlink to a copy outside the repository: refused as `tpuport serve`
+    // refuses it (exec's confinement), one line, nothing written.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let model = repo.join("lin/external_data.onnx");
+    let outside = tmp.path().join("outside.onnx");
+    std::fs::rename(&model, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &model).unwrap();
+    let out = tmp.path().join("o");
+    for target in [repo.clone(), repo.join("lin")] {
+        let o = deploy(&[
+            target.to_str().unwrap(),
+            "--gke",
+            "--batch",
+            "--slice",
+            "v5e-1",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert_eq!(o.stderr.trim().lines().count(), 1, "{}", o.stderr);
+        assert!(o.stderr.contains("outside the model repository"), "{}", o.stderr);
+    }
+    assert!(!out.exists());
+}

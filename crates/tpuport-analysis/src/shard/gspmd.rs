@@ -79,6 +79,29 @@ pub fn iota_sharding(dims: &[Vec<usize>], sizes: &[u64]) -> String {
     )
 }
 
+/// The GSPMD text of a Shardy sharding (`#sdy.sharding<@mesh, [{"data"}, {}, {}]>`) over the
+/// one of `meshes` it names, when every dimension is a closed list of whole axes; `None` for
+/// anything else (sub-axes, open dimensions, an unknown mesh). The mesh's devices must be in
+/// row-major order (a mesh with its own `device_ids` is not the iota this writes).
+#[must_use]
+pub fn from_shardy(sharding: &str, meshes: &[crate::memory::SdyMesh]) -> Option<String> {
+    let (mesh, dims) = crate::memory::sdy_sharding_dims(sharding)?;
+    let axes = &meshes.iter().find(|m| m.name == mesh)?.axes;
+    let dims = dims
+        .iter()
+        .map(|d| {
+            d.iter()
+                .map(|e| {
+                    let name = e.strip_prefix('"')?.strip_suffix('"')?;
+                    axes.iter().position(|(n, _)| n == name)
+                })
+                .collect::<Option<Vec<usize>>>()
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let sizes: Vec<u64> = axes.iter().map(|(_, n)| *n).collect();
+    Some(iota_sharding(&dims, &sizes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +151,21 @@ mod tests {
         // Split on tensor with fsdp replicated: tiles walk tensor first, then fsdp.
         let s = hlo_sharding(&[vec![Axis::Tensor], vec![]], &Mesh { data: 1, fsdp: 4, tensor: 2 });
         assert_eq!(s, "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}");
+    }
+
+    #[test]
+    fn a_shardy_sharding_over_whole_axes_reads_as_gspmd() {
+        let mesh = crate::memory::SdyMesh {
+            name: "mesh".into(),
+            axes: vec![("data".into(), 2), ("fsdp".into(), 1), ("tensor".into(), 4)],
+            device_ids: false,
+        };
+        let meshes = [mesh];
+        let batch = r#"#sdy.sharding<@mesh, [{"data"}, {}]>"#;
+        let s = from_shardy(batch, &meshes);
+        assert_eq!(s.as_deref(), Some("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"));
+        // Another mesh, a sub-axis: not read.
+        assert_eq!(from_shardy(r#"#sdy.sharding<@other, [{"data"}, {}]>"#, &meshes), None);
+        assert_eq!(from_shardy(r#"#sdy.sharding<@mesh, [{"data":(1)2}, {}]>"#, &meshes), None);
     }
 }

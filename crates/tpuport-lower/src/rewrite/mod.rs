@@ -10,6 +10,8 @@
 //! - [`expose`]: op results of `@main` returned as extra function results, for bisection;
 //! - [`unshard`]: an automatically partitioned module as a single-device one;
 //! - [`place_shardings`]: the reverse, a sharding per `@main` argument (a plan to compile);
+//! - [`shardy_constraints_to_gspmd`]: Shardy sharding constraints as the GSPMD annotations
+//!   they mean, for a compile with the GSPMD partitioner;
 //! - [`unroll_depthwise`]: depthwise convolutions as per-tap multiply-adds, which XLA:CPU
 //!   runs an order of magnitude faster;
 //! - [`pointwise_as_dot`]: 1×1 convolutions as `dot_general`, which XLA:CPU runs up to 2.7×
@@ -28,6 +30,7 @@ mod expose;
 mod place;
 pub mod pointwise;
 mod retype;
+mod shardy;
 mod unshard;
 
 pub use depthwise::unroll_depthwise;
@@ -36,6 +39,7 @@ pub use expose::{Exposed, expose};
 pub use place::place_shardings;
 pub use pointwise::pointwise_as_dot;
 pub use retype::retype;
+pub use shardy::shardy_constraints_to_gspmd;
 pub use unshard::unshard;
 
 use tpuport_model::{Attr, Graph, Node, NodeId, TensorType, Value, ValueId, ValueKind};

@@ -15,11 +15,11 @@ use tonic::{Code, Status};
 
 use crate::error::{ErrorKind, InferError};
 use crate::state::{Decoded, Schedule, State};
-use crate::wire;
 use proto::{
     InferOutputTensor, InferParameter, InferTensorContents, ModelInferRequest, ModelInferResponse,
     ParameterChoice,
 };
+use tpuport_exec::wire;
 
 /// The gRPC status for a request failure.
 pub(crate) fn status(e: &InferError) -> Status {
@@ -126,7 +126,7 @@ async fn model_metadata(
     r: proto::ModelMetadataRequest,
 ) -> Result<proto::ModelMetadataResponse, Status> {
     let (m, _, _) = s.model(&r.name, Some(&r.version)).map_err(|e| status(&e))?;
-    let t = |x: &crate::model::TensorSig| proto::TensorMetadata {
+    let t = |x: &tpuport_exec::TensorSig| proto::TensorMetadata {
         name: x.name.clone(),
         datatype: wire::name(x.dtype).unwrap_or("?").into(),
         shape: x.metadata_shape(m.batched),
@@ -184,7 +184,8 @@ async fn infer_inner(
     let mut decoded = Vec::with_capacity(r.inputs.len());
     for (i, inp) in r.inputs.iter().enumerate() {
         let (index, rows, elements) =
-            model.check_input(&inp.name, &inp.datatype, &inp.shape, max).map_err(|e| status(&e))?;
+            crate::check::check_input(&model, &inp.name, &inp.datatype, &inp.shape, max)
+                .map_err(|e| status(&e))?;
         let dtype = model.inputs[index].dtype;
         let need = elements * wire::size(dtype);
         let data = if raw {

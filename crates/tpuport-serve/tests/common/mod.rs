@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use tpuport_exec::Model;
 use tpuport_model::DType;
-use tpuport_serve::{Model, Reporter, ServeError, ServeOptions};
+use tpuport_serve::{Reporter, ServeError, ServeOptions};
 
 /// The MLP's weights (w1 784x512, b1 512, w2 512x10, b2 10), read from the fixture.
 pub struct Mlp {
@@ -307,7 +308,7 @@ pub fn options(root: &Path) -> ServeOptions {
 }
 
 pub fn dtype_size(d: DType) -> usize {
-    tpuport_serve::wire::size(d)
+    tpuport_exec::wire::size(d)
 }
 
 /// A StableHLO module for bucket `b`: inputs `x` [b, 4] f32 and `n` [b, 1] i32, outputs

@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use tpuport_exec::Observer;
+use tpuport_exec::error::{Result, invalid, io};
 use tpuport_formats::ImportOptions;
 use tpuport_pjrt::Client;
-
-use crate::Observer;
-use crate::error::{Result, invalid, io};
 
 /// JSON schema id of the summary.
 pub const SCHEMA: &str = "tpuport.conformance/1";

@@ -12,14 +12,14 @@ mod reference;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use tpuport_exec::error::{Context as _, Result, invalid};
+use tpuport_exec::{Module, Observer, RuntimeOptions};
 use tpuport_formats::tensors::{Entry, Slot, SplitMix};
 use tpuport_lower::rewrite::EmulationStats;
 use tpuport_model::{DType, HostTensor};
 use tpuport_numerics::{Bisection, Metrics, Policy, Verdict};
 use tpuport_pjrt::{KeepAlive, Program, Runtime};
 
-use crate::error::{Context as _, Result, invalid};
-use crate::{Module, Observer, RuntimeOptions};
 pub use prepare::short_loc;
 use prepare::{Prepared, prepare};
 use reference::ReferenceKind;
@@ -81,7 +81,7 @@ pub struct Options {
     /// Input samples.
     pub inputs: Inputs,
     /// ONNX: dimensions bound and inputs given a value at lowering time.
-    pub statics: crate::Statics,
+    pub statics: tpuport_exec::Statics,
     /// `f32`, `onnxruntime` (`ort`), or a folder / `.npz` of expected outputs.
     pub reference: String,
     /// Numerics of the candidate run.
@@ -312,7 +312,7 @@ fn run_module(
     samples: &[Vec<HostTensor>],
     keep: &mut KeepAlive,
 ) -> Result<Vec<HostTensor>> {
-    let exe = crate::module::compile(rt, m)?.executable;
+    let exe = tpuport_exec::module::compile(rt, m)?.executable;
     let mut per_result: Vec<Vec<HostTensor>> = Vec::new();
     let mut held = Vec::new();
     for sample in samples {

@@ -2,6 +2,7 @@
 //! f32 reference, with the signature the caller feeds and, for `--bisect`, the intermediates
 //! both return after the outputs.
 
+use tpuport_exec::error::{Context as _, Result, invalid, io};
 use tpuport_formats::lowered::{self, ArgBinding, ArgSource};
 use tpuport_formats::stablehlo::{self, result_attr};
 use tpuport_formats::tensors::Slot;
@@ -10,7 +11,6 @@ use tpuport_model::{DType, HostTensor, Model, WeightStore};
 use tpuport_numerics::{Precision, Probe};
 
 use super::{Emulate, Options};
-use crate::error::{Context as _, Result, invalid, io};
 
 /// What [`prepare`] builds.
 pub(super) struct Prepared {
@@ -87,7 +87,7 @@ pub(super) fn prepare(a: &Options) -> Result<Prepared> {
     if model.graph.nodes.is_empty() && model.graph.inputs.is_empty() {
         return Err(invalid(format!("{}: no `@main` function to run", a.model.display())));
     }
-    let partitions = crate::module::partitions(&model);
+    let partitions = tpuport_exec::module::partitions(&model);
     if partitions > 1 {
         // the same values on one device: drop the (automatic) sharding annotations
         rewrite::unshard(&mut model).context(|| {

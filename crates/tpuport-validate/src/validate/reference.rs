@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
+use tpuport_exec::error::{Result, invalid, io};
 use tpuport_formats::tensors::{Entry, Role, Slot};
 use tpuport_model::HostTensor;
 
 use super::Options;
 use super::prepare::Prepared;
-use crate::error::{Result, invalid, io};
 
 /// `--reference`.
 pub(super) enum ReferenceKind {

@@ -10,7 +10,7 @@ use tpuport_analysis::audit::{self, AuditOptions};
 use tpuport_analysis::compiler_check::CompilerInput;
 use tpuport_analysis::findings::Severity;
 use tpuport_analysis::{Optimizer, Workload};
-use tpuport_validate::compile::{self, CompilerMode, Request};
+use tpuport_compile::{CompilerMode, Request, for_audit};
 
 use crate::cli::GlobalArgs;
 use crate::commands::{ImportArgs, RoleArgs, Status};
@@ -154,7 +154,7 @@ pub(crate) fn run(a: &AuditArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
             };
             let mode =
                 if mode == CompilerArg::Libtpu { CompilerMode::Libtpu } else { CompilerMode::Auto };
-            compile::for_audit(&req, mode, &catalog, p)?
+            for_audit(&req, mode, &catalog, p)?
         }
     };
     let aopts = AuditOptions {

@@ -2,13 +2,13 @@
 //! throughput and achieved FLOP/s from the executable's cost analysis, the compiler's memory
 //! figures, the fraction of the chip's peak (when the catalog knows the device) and resident
 //! memory before and after the timed loop (a leak check). The pipeline is
-//! `tpuport_validate::bench`.
+//! `tpuport_exec::bench`.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tpuport_validate::{Target, bench};
+use tpuport_exec::{Target, bench};
 
 use crate::cli::GlobalArgs;
 use crate::commands::pjrt_util::{RuntimeArgs, bind_inputs, input_entries};

@@ -1,5 +1,5 @@
 //! `tpuport compile MODEL --target v5e-8`: the real TPU compiler (libtpu) on a machine without a
-//! TPU. The pipeline is `tpuport_validate::compile`, the text form
+//! TPU. The pipeline is `tpuport_compile`, the text form
 //! `tpuport_report::compile`; JSON schema `tpuport.compile/1`: `docs/compile.md`.
 //!
 //! Exit status: 0 compiled, 1 the compiler refused for lack of HBM (a finding: the report says
@@ -8,9 +8,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use tpuport_compile::{Request, compile};
 use tpuport_lower::onnx::ComputeType;
 use tpuport_report::compile::{Outcome, render_text};
-use tpuport_validate::compile::{Request, compile};
 
 use crate::cli::GlobalArgs;
 use crate::commands::lower::LowerDtype;

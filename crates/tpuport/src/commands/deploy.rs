@@ -11,7 +11,8 @@ use tpuport_analysis::Workload as AuditWorkload;
 use tpuport_deploy::fit::{self, FitVerdict};
 use tpuport_deploy::gke::{self, Placement};
 use tpuport_deploy::manifest::{self, BatchSpec, DeploySpec, ServeSpec, TrainSpec, Workload};
-use tpuport_serve::config::{ModelConfig, ModelSource};
+use tpuport_exec::Repository;
+use tpuport_exec::config::{self, CONFIG_FILE, ModelConfig, ModelSource};
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
@@ -137,7 +138,7 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
     } else {
         ("train", AuditWorkload::Train)
     };
-    if a.serve && (a.model.is_file() || a.model.join("config.toml").is_file()) {
+    if a.serve && (a.model.is_file() || config::is_entry(&a.model)) {
         bail!(
             "{}: --serve needs a model repository (a folder of model folders, each with a config.toml), as `tpuport serve` does",
             a.model.display()
@@ -256,7 +257,9 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
 }
 
 /// The programs whose fit decides: every model of a repository (its largest bucket), one
-/// model folder, or one file.
+/// model folder, or one file. A model folder's paths are confined as `tpuport serve` confines
+/// them ([`Repository::confine`]); a lone model folder is its own repository, as it is the
+/// volume's root in the manifests.
 fn programs(path: &Path, batch: Option<u64>) -> anyhow::Result<Vec<Program>> {
     if path.is_file() {
         return Ok(vec![Program { path: path.to_path_buf(), batch, model: None }]);
@@ -264,51 +267,49 @@ fn programs(path: &Path, batch: Option<u64>) -> anyhow::Result<Vec<Program>> {
     if !path.is_dir() {
         bail!("{}: no such file or folder", path.display());
     }
-    if path.join("config.toml").is_file() {
-        return Ok(vec![entry(path, batch)?]);
+    let repo = Repository::open(path)?;
+    if config::is_entry(path) {
+        return Ok(vec![entry(&repo, repo.root(), path, batch)?]);
     }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("reading {}", path.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|d| d.join("config.toml").is_file())
-        .collect();
-    dirs.sort();
-    if dirs.is_empty() {
+    let names = repo.model_names()?;
+    if names.is_empty() {
         bail!(
             "{}: neither a model file nor a model repository (no folder with a config.toml)",
             path.display()
         );
     }
-    dirs.iter().map(|d| entry(d, batch)).collect()
+    names.iter().map(|n| entry(&repo, &repo.model_dir(n)?, &path.join(n), batch)).collect()
 }
 
 /// One repository entry: the module of its largest bucket (or the ONNX file at that batch).
-fn entry(dir: &Path, batch: Option<u64>) -> anyhow::Result<Program> {
-    let cfg = ModelConfig::read(&dir.join("config.toml"))?;
+/// `real` is the entry's confined folder, `dir` the same folder as the user named it (the
+/// paths shown).
+fn entry(
+    repo: &Repository,
+    real: &Path,
+    dir: &Path,
+    batch: Option<u64>,
+) -> anyhow::Result<Program> {
+    repo.confine(real, CONFIG_FILE)?;
+    let cfg = ModelConfig::read(&dir.join(CONFIG_FILE))?;
     let largest = cfg.batching.buckets.iter().copied().max();
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    let inside = |rel: &str| -> anyhow::Result<PathBuf> {
-        if Path::new(rel).is_absolute() || rel.split(['/', '\\']).any(|c| c == "..") {
-            bail!(
-                "{}: `{rel}` must stay inside the model folder",
-                dir.join("config.toml").display()
-            );
-        }
+    let inside = |rel: &Path| -> anyhow::Result<PathBuf> {
+        repo.confine(real, &rel.to_string_lossy())?;
         Ok(dir.join(rel))
     };
     let (path, bucket) = match &cfg.model {
-        ModelSource::Onnx { path } => (inside(path)?, batch.or(largest)),
+        ModelSource::Onnx { path } => (inside(Path::new(path))?, batch.or(largest)),
         ModelSource::Stablehlo { modules, .. } => {
             let (size, module) = modules
                 .iter()
                 .filter_map(|(k, v)| k.parse::<u64>().ok().map(|n| (n, v)))
                 .max_by_key(|(n, _)| *n)
                 .context("no module")?;
-            (inside(module)?, batch.or(Some(size)))
+            (inside(Path::new(module))?, batch.or(Some(size)))
         }
         ModelSource::Lowered { path } => {
-            let folder = inside(path)?;
+            let folder = inside(Path::new(path))?;
             let art = tpuport_formats::lowered::Artifact::open(&folder)?;
             let b = art
                 .manifest
@@ -316,7 +317,7 @@ fn entry(dir: &Path, batch: Option<u64>) -> anyhow::Result<Program> {
                 .iter()
                 .max_by_key(|b| b.batch)
                 .with_context(|| format!("{}: no bucket", folder.display()))?;
-            (folder.join(&b.module), batch.or(b.batch))
+            (inside(&Path::new(path).join(&b.module))?, batch.or(b.batch))
         }
     };
     // A StableHLO module's shapes are fixed: its batch is what the file says.
@@ -333,7 +334,7 @@ fn batch_model_path(model: &Path, programs: &[Program]) -> anyhow::Result<String
             .map(|n| n.to_string_lossy().into_owned())
             .context("the model path has no file name");
     }
-    if model.join("config.toml").is_file() {
+    if config::is_entry(model) {
         return Ok(".".to_owned());
     }
     match programs {

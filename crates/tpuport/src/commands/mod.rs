@@ -174,12 +174,12 @@ pub(crate) struct StaticArgs {
 }
 
 impl StaticArgs {
-    /// The bindings for `tpuport_validate`.
-    pub(crate) fn statics(&self) -> anyhow::Result<tpuport_validate::Statics> {
+    /// The bindings for `tpuport_exec`.
+    pub(crate) fn statics(&self) -> anyhow::Result<tpuport_exec::Statics> {
         if self.shapes.batch == Some(0) {
             anyhow::bail!("--batch must be at least 1");
         }
-        Ok(tpuport_validate::Statics {
+        Ok(tpuport_exec::Statics {
             batch: self.shapes.batch,
             dims: self.shapes.dims.clone(),
             input_shapes: self.shapes.input_shape.clone(),

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use tpuport_exec::{ExecError, RuntimeOptions, Target};
 use tpuport_formats::FormatError;
 use tpuport_formats::tensors::{BindProblem, Entry, Key, Role, Slot};
-use tpuport_validate::{RuntimeOptions, Target, ValidateError};
 
 use crate::printer::Printer;
 
@@ -36,7 +36,7 @@ impl RuntimeArgs {
     }
 }
 
-impl tpuport_validate::Observer for Printer {
+impl tpuport_exec::Observer for Printer {
     fn info(&self, msg: &str) {
         Printer::info(self, msg);
     }
@@ -80,7 +80,7 @@ pub(crate) fn bind_inputs(
     entries: Vec<Entry>,
 ) -> anyhow::Result<Vec<(String, tpuport_model::HostTensor)>> {
     target.arguments(entries, "--input").map_err(|e| match e {
-        ValidateError::Format(FormatError::Bind { problem, .. }) => {
+        ExecError::Format(FormatError::Bind { problem, .. }) => {
             anyhow::anyhow!(input_problem(target, &problem))
         }
         e => e.into(),

@@ -1,11 +1,11 @@
 //! `tpuport run MODEL --input name=x.npy … --out DIR`: execute a StableHLO module (a bucket of a
 //! `tpuport lower` folder, chosen by the inputs' shapes, or an ONNX model lowered first) on a
-//! PJRT device and write its outputs as `.npy`. The pipeline is `tpuport_validate::run`.
+//! PJRT device and write its outputs as `.npy`. The pipeline is `tpuport_exec::run`.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use tpuport_validate::Target;
+use tpuport_exec::Target;
 
 use crate::cli::GlobalArgs;
 use crate::commands::pjrt_util::{RuntimeArgs, bind_inputs, input_entries};
@@ -59,7 +59,7 @@ pub(crate) fn run(a: &RunArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<St
         );
     };
     let rt = target.module.open_runtime(&a.runtime.options(), p)?;
-    let report = tpuport_validate::run::run(&target, &args, &rt, &a.out, p)?;
+    let report = tpuport_exec::run::run(&target, &args, &rt, &a.out, p)?;
     super::emit_report(p, g.format, &report, || tpuport_report::run::render(&report))?;
     Ok(Status::Success)
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tpuport_serve::{ExeSource, Model, Reporter, ServeError, ServeOptions};
+use tpuport_exec::{ExeSource, Model};
+use tpuport_serve::{Reporter, ServeError, ServeOptions};
 
 use crate::cli::GlobalArgs;
 use crate::commands::Status;

@@ -295,7 +295,7 @@ fn verify(
     p: &Printer,
     dtype: PlanDtype,
 ) -> anyhow::Result<()> {
-    use tpuport_validate::compile::{Placement, Request, compile};
+    use tpuport_compile::{Placement, Request, compile};
     // Data inputs: an ONNX model's graph inputs; a StableHLO module's data arguments.
     let data: Vec<String> = if model.format == ModelFormat::Onnx {
         model.graph.inputs.iter().map(|&v| model.graph.value(v).name.clone()).collect()

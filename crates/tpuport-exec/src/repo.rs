@@ -1,6 +1,8 @@
-//! The model repository: one folder per model, each with a `config.toml`. Every path a config
-//! names is confined to the repository: no absolute paths, no `..`, no symlink that resolves
-//! outside it.
+//! The model repository: one folder per model, each with a `config.toml`
+//! ([`crate::config`]). Every path a config names is confined to the repository
+//! ([`Repository::confine`]): no absolute paths, no `..`, no symlink that resolves outside it.
+//! [`Repository::plan`] resolves a model's programs, argument bindings and weights into a
+//! [`Plan`] that [`crate::Model::load`] compiles and uploads.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -8,7 +10,7 @@ use tpuport_formats::lowered;
 use tpuport_model::DType;
 
 use crate::config::{ModelConfig, ModelSource};
-use crate::error::ServeError;
+use crate::error::{ExecError, Result};
 
 /// Largest StableHLO module read.
 const MAX_MODULE_BYTES: u64 = 1 << 30;
@@ -33,10 +35,10 @@ impl Repository {
     ///
     /// # Errors
     /// When the folder does not exist or cannot be read.
-    pub fn open(path: &Path) -> Result<Repository, ServeError> {
-        let root = path.canonicalize().map_err(|e| ServeError::io(path, e))?;
+    pub fn open(path: &Path) -> Result<Repository> {
+        let root = path.canonicalize().map_err(|e| ExecError::file(path, e))?;
         if !root.is_dir() {
-            return Err(ServeError::config(path, "the model repository is not a folder"));
+            return Err(ExecError::config(path, "the model repository is not a folder"));
         }
         Ok(Repository { root })
     }
@@ -51,12 +53,12 @@ impl Repository {
     ///
     /// # Errors
     /// When the root cannot be listed.
-    pub fn model_names(&self) -> Result<Vec<String>, ServeError> {
+    pub fn model_names(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let rd = std::fs::read_dir(&self.root).map_err(|e| ServeError::io(&self.root, e))?;
+        let rd = std::fs::read_dir(&self.root).map_err(|e| ExecError::file(&self.root, e))?;
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if valid_model_name(&name) && e.path().join("config.toml").is_file() {
+            if valid_model_name(&name) && crate::config::is_entry(&e.path()) {
                 out.push(name);
             }
         }
@@ -68,9 +70,9 @@ impl Repository {
     ///
     /// # Errors
     /// An invalid name, a missing folder, or one that resolves outside the repository.
-    pub fn model_dir(&self, name: &str) -> Result<PathBuf, ServeError> {
+    pub fn model_dir(&self, name: &str) -> Result<PathBuf> {
         if !valid_model_name(name) {
-            return Err(ServeError::model(name, "not a valid model name ([A-Za-z0-9_.-]+)"));
+            return Err(ExecError::load(name, "not a valid model name ([A-Za-z0-9_.-]+)"));
         }
         self.confine(&self.root, name)
     }
@@ -80,20 +82,20 @@ impl Repository {
     ///
     /// # Errors
     /// An absolute path, a `..` component, a missing file, or a symlink escape.
-    pub fn confine(&self, base: &Path, rel: &str) -> Result<PathBuf, ServeError> {
+    pub fn confine(&self, base: &Path, rel: &str) -> Result<PathBuf> {
         let p = Path::new(rel);
         if rel.is_empty()
             || p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Err(ServeError::config(
+            return Err(ExecError::config(
                 base,
                 format!("path {rel:?} must be relative, inside the model repository, without `..`"),
             ));
         }
         let joined = base.join(p);
-        let real = joined.canonicalize().map_err(|e| ServeError::io(&joined, e))?;
+        let real = joined.canonicalize().map_err(|e| ExecError::file(&joined, e))?;
         if !real.starts_with(&self.root) {
-            return Err(ServeError::config(
+            return Err(ExecError::config(
                 &joined,
                 "resolves outside the model repository (symlink escape)",
             ));
@@ -141,9 +143,10 @@ pub(crate) struct WeightData {
     pub(crate) bytes: Vec<u8>,
 }
 
-/// A model resolved from its folder: programs, bindings, weights.
+/// A model resolved from its folder: programs, bindings, weights; [`crate::Model::load`]
+/// turns it into executables and device buffers.
 #[derive(Debug)]
-pub(crate) struct Plan {
+pub struct Plan {
     pub(crate) name: String,
     pub(crate) cfg: ModelConfig,
     pub(crate) platform: &'static str,
@@ -155,6 +158,26 @@ pub(crate) struct Plan {
     pub(crate) saved_only: bool,
 }
 
+impl Plan {
+    /// The model's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The model's config (as read, or as made up for a model opened from a path).
+    #[must_use]
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// Programs to compile (or load), one per bucket.
+    #[must_use]
+    pub fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+}
+
 impl BucketPlan {
     /// The bucket's label in metrics and in `[executables] files`.
     pub(crate) fn label(&self) -> String {
@@ -164,20 +187,19 @@ impl BucketPlan {
 
 impl Repository {
     /// Reads model `name`'s config and resolves its programs and weights.
-    pub(crate) fn plan(&self, name: &str) -> Result<Plan, ServeError> {
+    ///
+    /// # Errors
+    /// An invalid name or config, a path outside the repository, a module or weights file
+    /// that cannot be read or does not fit the config (each names the file).
+    pub fn plan(&self, name: &str) -> Result<Plan> {
         let dir = self.model_dir(name)?;
-        let cfg_path = self.confine(&dir, "config.toml")?;
+        let cfg_path = self.confine(&dir, crate::config::CONFIG_FILE)?;
         let cfg = ModelConfig::read(&cfg_path)?;
         self.plan_with(name, cfg, &dir)
     }
 
     /// Resolves `cfg`'s programs and weights, paths relative to `dir` (inside the repository).
-    pub(crate) fn plan_with(
-        &self,
-        name: &str,
-        cfg: ModelConfig,
-        dir: &Path,
-    ) -> Result<Plan, ServeError> {
+    pub(crate) fn plan_with(&self, name: &str, cfg: ModelConfig, dir: &Path) -> Result<Plan> {
         let dir = dir.to_path_buf();
         let (platform, mut buckets, weights) = match &cfg.model {
             ModelSource::Lowered { path } => self.plan_lowered(&dir, path)?,
@@ -190,7 +212,7 @@ impl Repository {
         if !cfg.batching.buckets.is_empty() {
             let have: Vec<u64> = buckets.iter().filter_map(|b| b.size).collect();
             if have != cfg.batching.buckets {
-                return Err(ServeError::model(
+                return Err(ExecError::load(
                     name,
                     format!(
                         "batching.buckets {:?} differ from the program's buckets {have:?}",
@@ -205,7 +227,7 @@ impl Repository {
             let labels: Vec<String> = buckets.iter().map(BucketPlan::label).collect();
             for (k, file) in &x.files {
                 if !labels.contains(k) {
-                    return Err(ServeError::model(
+                    return Err(ExecError::load(
                         name,
                         format!(
                             "executables.files: bucket {k:?} is not one of the model's buckets [{}]",
@@ -218,7 +240,7 @@ impl Repository {
             if x.only
                 && let Some(missing) = labels.iter().find(|l| !saved.contains_key(*l))
             {
-                return Err(ServeError::model(
+                return Err(ExecError::load(
                     name,
                     format!(
                         "executables.only is set but bucket {missing} has no saved executable \
@@ -235,7 +257,7 @@ impl Repository {
         &self,
         dir: &Path,
         rel: &str,
-    ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>), ServeError> {
+    ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>)> {
         let folder = self.confine(dir, rel)?;
         // The shared reader validates the manifest (schema, unique buckets, paths inside the
         // folder, types); `confine` below still resolves each path against the repository.
@@ -281,7 +303,7 @@ impl Repository {
         weights_file: Option<&str>,
         modules: &std::collections::BTreeMap<String, String>,
         arg_spec: &[String],
-    ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>), ServeError> {
+    ) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>)> {
         // Without `model.args`, the argument roles bind each module (weights-first exports).
         let store = match weights_file {
             Some(w) if arg_spec.is_empty() => {
@@ -290,7 +312,7 @@ impl Repository {
                     &p,
                     &tpuport_formats::Limits::default(),
                 )
-                .map_err(|e| ServeError::config(&p, e.to_string()))?;
+                .map_err(|e| ExecError::config(&p, e.to_string()))?;
                 Some((p, m))
             }
             _ => None,
@@ -300,20 +322,20 @@ impl Repository {
             let size: u64 = k.parse().unwrap_or(0);
             let path = self.confine(dir, file)?;
             let model = tpuport_formats::open(&path, &tpuport_formats::ImportOptions::default())
-                .map_err(|e| ServeError::config(&path, e.to_string()))?;
+                .map_err(|e| ExecError::config(&path, e.to_string()))?;
             let g = &model.graph;
-            let sig = |id: tpuport_model::ValueId| -> Result<(DType, Vec<u64>), ServeError> {
+            let sig = |id: tpuport_model::ValueId| -> Result<(DType, Vec<u64>)> {
                 let v = g.value(id);
                 let dt = v.ty.dtype.ok_or_else(|| {
-                    ServeError::config(&path, format!("{}: no element type", v.name))
+                    ExecError::config(&path, format!("{}: no element type", v.name))
                 })?;
                 let sh = v.ty.shape.as_ref().and_then(tpuport_model::Shape::as_fixed).ok_or_else(
-                    || ServeError::config(&path, format!("{}: shape is not static", v.name)),
+                    || ExecError::config(&path, format!("{}: shape is not static", v.name)),
                 )?;
                 Ok((dt, sh))
             };
             if g.inputs.is_empty() && g.outputs.is_empty() {
-                return Err(ServeError::config(
+                return Err(ExecError::config(
                     &path,
                     "no signature could be read (bytecode): give the MLIR text",
                 ));
@@ -321,13 +343,13 @@ impl Repository {
             let by_roles;
             let arg_spec: &[String] = if arg_spec.is_empty() {
                 let w = store.as_ref().map(|(p, m)| (p.as_path(), &m.weights));
-                by_roles = crate::standalone::args_by_roles(&path, &model, &[], w)?.args;
+                by_roles = crate::open::args_by_roles(&path, &model, &[], w)?.args;
                 &by_roles
             } else {
                 arg_spec
             };
             if !arg_spec.is_empty() && arg_spec.len() != g.inputs.len() {
-                return Err(ServeError::config(
+                return Err(ExecError::config(
                     &path,
                     format!(
                         "model.args lists {} arguments, the module takes {}",
@@ -371,19 +393,19 @@ impl Repository {
     }
 }
 
-fn read_module(path: &Path) -> Result<Vec<u8>, ServeError> {
-    let len = std::fs::metadata(path).map_err(|e| ServeError::io(path, e))?.len();
+fn read_module(path: &Path) -> Result<Vec<u8>> {
+    let len = std::fs::metadata(path).map_err(|e| ExecError::file(path, e))?.len();
     if len > MAX_MODULE_BYTES {
-        return Err(ServeError::config(path, format!("{len} bytes is too large for a module")));
+        return Err(ExecError::config(path, format!("{len} bytes is too large for a module")));
     }
-    std::fs::read(path).map_err(|e| ServeError::io(path, e))
+    std::fs::read(path).map_err(|e| ExecError::file(path, e))
 }
 
 /// Reads the weights the buckets bind, checking dtype and shape against the modules.
-fn read_weights(path: &Path, buckets: &[BucketPlan]) -> Result<Vec<WeightData>, ServeError> {
+fn read_weights(path: &Path, buckets: &[BucketPlan]) -> Result<Vec<WeightData>> {
     let model =
         tpuport_formats::safetensors::import_file(path, &tpuport_formats::Limits::default())
-            .map_err(|e| ServeError::config(path, e.to_string()))?;
+            .map_err(|e| ExecError::config(path, e.to_string()))?;
     weights_from(path, &model.weights, buckets)
 }
 
@@ -391,7 +413,7 @@ fn weights_from(
     path: &Path,
     store: &tpuport_model::WeightStore,
     buckets: &[BucketPlan],
-) -> Result<Vec<WeightData>, ServeError> {
+) -> Result<Vec<WeightData>> {
     let mut out: Vec<WeightData> = Vec::new();
     for b in buckets {
         for a in &b.args {
@@ -401,9 +423,9 @@ fn weights_from(
             }
             let w = store
                 .by_name(name)
-                .ok_or_else(|| ServeError::config(path, format!("no weight named `{name}`")))?;
+                .ok_or_else(|| ExecError::config(path, format!("no weight named `{name}`")))?;
             if w.dtype != a.dtype || w.shape != a.shape {
-                return Err(ServeError::config(
+                return Err(ExecError::config(
                     path,
                     format!(
                         "weight `{name}` is {}{:?}, the module wants {}{:?}",
@@ -411,7 +433,7 @@ fn weights_from(
                     ),
                 ));
             }
-            let bytes = w.bytes().map_err(|e| ServeError::config(path, e.to_string()))?;
+            let bytes = w.bytes().map_err(|e| ExecError::config(path, e.to_string()))?;
             out.push(WeightData {
                 name: name.clone(),
                 dtype: w.dtype,
@@ -427,7 +449,7 @@ fn weights_from(
 fn plan_onnx(
     path: &Path,
     cfg: &ModelConfig,
-) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>), ServeError> {
+) -> Result<(&'static str, Vec<BucketPlan>, Vec<WeightData>)> {
     use tpuport_lower::onnx::{ArgSource, LowerOptions, lower};
     let sizes: Vec<Option<u64>> = if cfg.batching.buckets.is_empty() {
         vec![None]
@@ -439,9 +461,9 @@ fn plan_onnx(
     for size in sizes {
         let opts = tpuport_formats::ImportOptions { batch: size, ..Default::default() };
         let model = tpuport_formats::open(path, &opts)
-            .map_err(|e| ServeError::config(path, e.to_string()))?;
+            .map_err(|e| ExecError::config(path, e.to_string()))?;
         let low = lower(&model, &LowerOptions::default())
-            .map_err(|e| ServeError::config(path, format!("lowering: {e}")))?;
+            .map_err(|e| ExecError::config(path, format!("lowering: {e}")))?;
         let args = low
             .args
             .into_iter()

@@ -1,7 +1,7 @@
 //! A model opened from a path rather than a repository, for offline callers (`tpuport batch`):
 //! a model-repository entry (a folder with `config.toml`), a `tpuport lower` output folder, a
 //! StableHLO module, or an ONNX model lowered once per requested bucket. The result is the same
-//! [`Model`] the server runs: every bucket compiled, weights uploaded once.
+//! [`Model`] `tpuport serve` runs: every bucket compiled, weights uploaded once.
 //!
 //! A StableHLO module is one bucket. Which of its arguments are data is decided by the argument
 //! roles of `tpuport audit` ([`tpuport_analysis::roles`], overridden by `--data-args`), so a
@@ -18,9 +18,8 @@ use std::sync::Arc;
 use tpuport_pjrt::{Client, ExecutableCache};
 
 use crate::config::{Batching, ModelConfig, ModelSource};
-use crate::error::ServeError;
-use crate::metrics::Registry;
-use crate::model::Model;
+use crate::error::{ExecError, Result};
+use crate::model::{Model, NoMetrics};
 use crate::repo::{Plan, Repository};
 
 /// How [`open_model`] loads.
@@ -42,7 +41,7 @@ pub struct OpenOptions {
 ///
 /// # Errors
 /// No plugin found, or it fails to load or to create a client.
-pub fn client(plugin: Option<&Path>) -> Result<Client, ServeError> {
+pub fn client(plugin: Option<&Path>) -> Result<Client> {
     let found = tpuport_pjrt::find(plugin)?;
     let plugin = tpuport_pjrt::load(&found.path)?;
     let opts = match found.kind {
@@ -58,17 +57,13 @@ pub fn client(plugin: Option<&Path>) -> Result<Client, ServeError> {
 ///
 /// # Errors
 /// A path that is none of the kinds above, or the load failing (named).
-pub fn open_model(
-    path: &Path,
-    client: &Client,
-    opts: &OpenOptions,
-) -> Result<Arc<Model>, ServeError> {
+pub fn open_model(path: &Path, client: &Client, opts: &OpenOptions) -> Result<Arc<Model>> {
     let plan = plan_path(path, &opts.buckets, &opts.data_args)?;
-    crate::model::load(plan, client, opts.cache.as_ref(), &Registry::new())
+    Model::load(plan, client, opts.cache.as_ref(), &NoMetrics)
 }
 
-fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan, ServeError> {
-    let real = path.canonicalize().map_err(|e| ServeError::io(path, e))?;
+fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan> {
+    let real = path.canonicalize().map_err(|e| ExecError::file(path, e))?;
     let name =
         real.file_stem().map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
     let parent = real.parent().unwrap_or(Path::new("/"));
@@ -84,14 +79,14 @@ fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan,
     };
     if real.is_dir() {
         let repo = Repository::open(parent)?;
-        if real.join("config.toml").is_file() {
+        if crate::config::is_entry(&real) {
             return repo.plan(&file_name);
         }
         if real.join("manifest.json").is_file() {
             let c = cfg(ModelSource::Lowered { path: file_name.clone() }, Vec::new());
             return repo.plan_with(&name, c, parent);
         }
-        return Err(ServeError::config(
+        return Err(ExecError::config(
             path,
             "a folder model needs a config.toml (model-repository entry) or a manifest.json \
              (`tpuport lower` output)",
@@ -106,7 +101,7 @@ fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan,
         }
         "mlir" | "mlirbc" => {
             let model = tpuport_formats::open(&real, &tpuport_formats::ImportOptions::default())
-                .map_err(|e| ServeError::config(&real, e.to_string()))?;
+                .map_err(|e| ExecError::config(&real, e.to_string()))?;
             let weights = weights_file(&real);
             let store = match &weights {
                 Some(w) => Some(read_store(w)?),
@@ -128,7 +123,7 @@ fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan,
             let c = cfg(ModelSource::Stablehlo { path, modules, args: bound.args }, Vec::new());
             Repository::open(parent)?.plan_with(&name, c, parent)
         }
-        _ => Err(ServeError::config(
+        _ => Err(ExecError::config(
             path,
             "not a model: give a `tpuport lower` folder, a model-repository entry, a StableHLO \
              module (.mlir, .mlirbc) or an ONNX model (.onnx)",
@@ -147,9 +142,9 @@ pub(crate) fn weights_file(module: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn read_store(path: &Path) -> Result<tpuport_model::Model, ServeError> {
+fn read_store(path: &Path) -> Result<tpuport_model::Model> {
     tpuport_formats::safetensors::import_file(path, &tpuport_formats::Limits::default())
-        .map_err(|e| ServeError::config(path, e.to_string()))
+        .map_err(|e| ExecError::config(path, e.to_string()))
 }
 
 /// A StableHLO module's arguments bound by their roles.
@@ -180,10 +175,10 @@ pub(crate) fn args_by_roles(
     model: &tpuport_model::Model,
     data_args: &[String],
     weights: Option<(&Path, &tpuport_model::WeightStore)>,
-) -> Result<RoleBinding, ServeError> {
+) -> Result<RoleBinding> {
     use tpuport_analysis::roles::{self, ArgSelector, Role, RoleOptions};
     if model.graph.inputs.is_empty() && model.graph.outputs.is_empty() {
-        return Err(ServeError::config(
+        return Err(ExecError::config(
             path,
             "no signature could be read (bytecode): give the MLIR text",
         ));
@@ -192,11 +187,11 @@ pub(crate) fn args_by_roles(
         .iter()
         .map(|s| {
             s.parse::<ArgSelector>()
-                .map_err(|e| ServeError::config(path, format!("--data-args: {e}")))
+                .map_err(|e| ExecError::config(path, format!("--data-args: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let r = roles::assign(model, &RoleOptions { data_args })
-        .map_err(|e| ServeError::config(path, e.to_string()))?;
+        .map_err(|e| ExecError::config(path, e.to_string()))?;
     let show = |a: &roles::ArgRole| {
         format!(
             "argument {} `{}` {}{:?}",
@@ -207,13 +202,13 @@ pub(crate) fn args_by_roles(
         )
     };
     let batch = r.batch.ok_or_else(|| {
-        ServeError::config(
+        ExecError::config(
             path,
             "no data argument with a static leading (batch) dimension: name the data arguments with --data-args",
         )
     })?;
     if let Some(w) = r.batch_is_weight_dim(batch) {
-        return Err(ServeError::config(
+        return Err(ExecError::config(
             path,
             format!(
                 "the batch {batch} looks read from a weight ({} is used as a weight): name the data arguments with --data-args",
@@ -224,7 +219,7 @@ pub(crate) fn args_by_roles(
     if let Some(a) =
         r.with(Role::Data).find(|a| a.shape.as_ref().and_then(|s| s.first()) != Some(&batch))
     {
-        return Err(ServeError::config(
+        return Err(ExecError::config(
             path,
             format!(
                 "data {} does not lead with the batch {batch} ({}): every input is batched along its leading dimension; name the data arguments with --data-args",
@@ -247,7 +242,7 @@ pub(crate) fn args_by_roles(
             let elements: u64 = resident.iter().map(|a| a.elements()).sum();
             let stem =
                 path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            return Err(ServeError::config(
+            return Err(ExecError::config(
                 path,
                 format!(
                     "{} is a {} ({}){}: their values are read from {stem}.safetensors or weights.safetensors next to the module (in a model-repository entry, the file `model.path` names), and there is none ({} tensors, {elements} elements, each named as its argument: the exporter's name or `argN`); or name the data arguments with --data-args",
@@ -269,7 +264,7 @@ pub(crate) fn args_by_roles(
             .flatten()
             .find(|k| store.by_name(k).is_some())
             .ok_or_else(|| {
-                ServeError::config(
+                ExecError::config(
                     file,
                     format!(
                         "no tensor for the {} {} of {} (looked for {}`{bare}`)",

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use tpuport_pjrt::{Client, CompileOptions, LoadedExecutable};
 
 /// The manifest schema `tpuport compile --save` writes.
-const SCHEMA: &str = "tpuport.tpu-executable/1";
+pub const MANIFEST_SCHEMA: &str = "tpuport.tpu-executable/1";
 /// Largest manifest read.
 const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 /// Largest executable read.
@@ -128,8 +128,8 @@ fn read_manifest(path: &Path) -> Result<Manifest, Refusal> {
     let text = std::fs::read(path).map_err(|e| broken(format!("cannot be read: {e}")))?;
     let m: Manifest = serde_json::from_slice(&text)
         .map_err(|e| broken(format!("not a saved-executable manifest: {e}")))?;
-    if m.schema != SCHEMA {
-        return Err(broken(format!("schema {:?}, expected {SCHEMA:?}", m.schema)));
+    if m.schema != MANIFEST_SCHEMA {
+        return Err(broken(format!("schema {:?}, expected {MANIFEST_SCHEMA:?}", m.schema)));
     }
     Ok(m)
 }
@@ -222,7 +222,7 @@ mod tests {
 
     fn manifest(program: &[u8]) -> Manifest {
         Manifest {
-            schema: SCHEMA.into(),
+            schema: MANIFEST_SCHEMA.into(),
             platform: Some("cpu".into()),
             executable_sha256: String::new(),
             executable_bytes: 0,
