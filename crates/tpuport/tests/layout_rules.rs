@@ -6,8 +6,7 @@
 //! - the renderers (`tpuport-report`) build without a server or dataset stack: no axum, tonic,
 //!   hyper, tokio, parquet, arrow or image in `cargo tree -p tpuport-report`;
 //! - importers know nothing of TPUs, and the runtime nothing of ONNX: `tpuport-formats` does
-//!   not depend on the chip catalog, `tpuport-pjrt` and `tpuport-exec`'s runtime side not on
-//!   the importers' ONNX protobufs beyond `tpuport-formats`.
+//!   not depend on the chip catalog, `tpuport-pjrt` not on the importers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
