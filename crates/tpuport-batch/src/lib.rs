@@ -25,6 +25,18 @@
 
 mod summary;
 
+/// Environment variables `tpuport batch` reads.
+#[derive(Debug)]
+pub struct EnvVars;
+
+impl EnvVars {
+    /// Kubernetes Indexed Jobs: this pod's completion index; `tpuport batch` takes it as its
+    /// default `--shard-index`.
+    pub const JOB_COMPLETION_INDEX: &'static str = "JOB_COMPLETION_INDEX";
+    /// `tpuport batch`: the default `--shard-count` (set it to the Job's `completions`).
+    pub const TPUPORT_SHARD_COUNT: &'static str = "TPUPORT_SHARD_COUNT";
+}
+
 #[cfg(feature = "pipeline")]
 mod error;
 #[cfg(feature = "pipeline")]

@@ -31,11 +31,6 @@ impl EnvVars {
     /// libtpu: skip its one-process-per-machine lock file (`/tmp/libtpu_lockfile`). Without a
     /// TPU there is no device to share, and two `tpuport compile` runs at once must not fail.
     pub const ALLOW_MULTIPLE_LIBTPU_LOAD: &'static str = "ALLOW_MULTIPLE_LIBTPU_LOAD";
-    /// Kubernetes Indexed Jobs: this pod's completion index; `tpuport batch` takes it as its
-    /// default `--shard-index`.
-    pub const JOB_COMPLETION_INDEX: &'static str = "JOB_COMPLETION_INDEX";
-    /// `tpuport batch`: the default `--shard-count` (set it to the Job's `completions`).
-    pub const TPUPORT_SHARD_COUNT: &'static str = "TPUPORT_SHARD_COUNT";
     /// The active Python virtual environment; its site-packages are searched for plugins.
     pub const VIRTUAL_ENV: &'static str = "VIRTUAL_ENV";
     /// XDG base directory for caches.

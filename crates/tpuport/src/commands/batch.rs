@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
+use tpuport_batch::EnvVars;
 use tpuport_batch::{
     BadRow, BatchOptions, ImageOptions, Layout, Loaded, OutputFormat, Progress, Reporter, Shard,
 };
-use tpuport_pjrt::EnvVars;
 
 use crate::cli::GlobalArgs;
 use crate::commands::Status;
