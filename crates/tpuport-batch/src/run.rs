@@ -116,6 +116,9 @@ impl Progress {
 
 /// Where a run reports (the library never prints).
 pub trait Reporter: Send + Sync {
+    /// A PJRT plugin found before the one used could not make a client here (libtpu without a
+    /// TPU): one line naming both.
+    fn plugin_skipped(&self, _note: &str) {}
     /// The model is ready.
     fn loaded(&self, _: &Loaded) {}
     /// `done` of `total` parts of this shard were already complete (resume).
@@ -150,7 +153,10 @@ pub fn run(opts: &BatchOptions, rep: &dyn Reporter) -> Result<Summary> {
     let listing = source::list(&opts.input)?;
     let config_image = ConfigImage::of_model(&opts.model)?;
     let t = Instant::now();
-    let client = tpuport_exec::client(opts.plugin.as_deref())?;
+    let (client, skipped) = tpuport_exec::client(opts.plugin.as_deref())?;
+    for note in &skipped {
+        rep.plugin_skipped(note);
+    }
     let open = tpuport_exec::OpenOptions {
         buckets: opts.buckets.clone(),
         plugin: opts.plugin.clone(),

@@ -196,6 +196,9 @@ impl Module {
             )));
         }
         let rt = Runtime::open(opts.plugin.as_deref(), devices, !opts.no_cache)?;
+        for s in &rt.skipped {
+            obs.warn(&s.note(&rt.found));
+        }
         obs.info(&format!("plugin: {} ({})", rt.found.path.display(), rt.found.source));
         if let Some(v) = &self.stablehlo_version
             && let Some(cur) = rt.stablehlo_newer_than_plugin(v)

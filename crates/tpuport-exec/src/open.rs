@@ -37,20 +37,16 @@ pub struct OpenOptions {
     pub data_args: Vec<String>,
 }
 
-/// The PJRT client for `plugin` (discovered when `None`): one device for the CPU plugin.
+/// The PJRT client for `plugin` (chosen as [`tpuport_pjrt::choose`] does when `None`: the
+/// first discovered plugin that makes a client): one device for the CPU plugin. The plugins
+/// skipped on the way, if any, each with why.
 ///
 /// # Errors
-/// No plugin found, or it fails to load or to create a client.
-pub fn client(plugin: Option<&Path>) -> Result<Client> {
-    let found = tpuport_pjrt::find(plugin)?;
-    let plugin = tpuport_pjrt::load(&found.path)?;
-    let opts = match found.kind {
-        tpuport_pjrt::PluginKind::Cpu | tpuport_pjrt::PluginKind::Other => {
-            tpuport_pjrt::ClientOptions::cpu_devices(1)
-        }
-        _ => tpuport_pjrt::ClientOptions::default(),
-    };
-    Ok(Client::new(plugin, &opts)?)
+/// No plugin found, or none loads and creates a client (a forced one's error, or the first's).
+pub fn client(plugin: Option<&Path>) -> Result<(Client, Vec<String>)> {
+    let chosen = tpuport_pjrt::choose(plugin, 1)?;
+    let notes = chosen.skipped.iter().map(|s| s.note(&chosen.found)).collect();
+    Ok((chosen.client, notes))
 }
 
 /// Opens the model at `path` on `client`: compiles every bucket and uploads the weights.

@@ -177,11 +177,13 @@ pub fn find(explicit: Option<&Path>) -> Result<Found> {
     match all.into_iter().next() {
         Some(f) if f.path.is_file() => Ok(f),
         Some(f) => Err(PjrtError::io(f.path, std::io::Error::from(std::io::ErrorKind::NotFound))),
-        None => Err(PjrtError::NotFound {
-            searched: searched_places(),
-            env: EnvVars::TPUPORT_PJRT_PLUGIN,
-        }),
+        None => Err(not_found()),
     }
+}
+
+/// The error for a machine where discovery finds no plugin, naming where it looked.
+pub(crate) fn not_found() -> PjrtError {
+    PjrtError::NotFound { searched: searched_places(), env: EnvVars::TPUPORT_PJRT_PLUGIN }
 }
 
 /// Whether this machine exposes TPU device nodes (`/dev/accel*` on v2–v4/v5p hosts,

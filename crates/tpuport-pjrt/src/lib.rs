@@ -72,7 +72,7 @@ pub use options::{
 };
 pub use plugin::{Plugin, PluginInfo, StablehloVersion, load};
 pub use program::Program;
-pub use runtime::Runtime;
+pub use runtime::{Chosen, Runtime, Skipped, choose};
 pub use sharding::{Layout, Mesh, download, parse_meshes, upload};
 pub use topology::Topology;
 

@@ -25,6 +25,9 @@ pub trait Reporter: Send + Sync {
     /// Something about a model's load the operator should know (a stale saved executable
     /// compiled instead); the model loads.
     fn model_warning(&self, _name: &str, _message: &str) {}
+    /// A PJRT plugin found before the one used could not make a client here (libtpu without a
+    /// TPU): one line naming both.
+    fn plugin_skipped(&self, _note: &str) {}
     /// A model failed to load; the others still serve.
     fn model_failed(&self, name: &str, error: &ServeError);
     /// Every model has been tried; the server is ready when at least one loaded.
@@ -153,12 +156,15 @@ impl State {
         self.models.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The PJRT client, created on first use.
-    pub(crate) fn client(&self) -> Result<&Client, ServeError> {
+    /// The PJRT client, created on first use (plugins skipped on the way go to `reporter`).
+    pub(crate) fn client(&self, reporter: &dyn Reporter) -> Result<&Client, ServeError> {
         if let Some(c) = self.client.get() {
             return Ok(c);
         }
-        let c = tpuport_exec::client(self.opts.plugin.as_deref())?;
+        let (c, skipped) = tpuport_exec::client(self.opts.plugin.as_deref())?;
+        for note in &skipped {
+            reporter.plugin_skipped(note);
+        }
         Ok(self.client.get_or_init(|| c))
     }
 
@@ -172,7 +178,8 @@ impl State {
             let plan = self.repo.plan(name)?;
             let cfg = plan.config().clone();
             let n_buckets = plan.bucket_count() as u64;
-            let model = Model::load(plan, self.client()?, self.opts.cache.as_ref(), &self.metrics)?;
+            let model =
+                Model::load(plan, self.client(reporter)?, self.opts.cache.as_ref(), &self.metrics)?;
             if after_ready {
                 self.compiles_after_ready.add(n_buckets);
             }

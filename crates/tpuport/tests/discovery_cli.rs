@@ -243,3 +243,60 @@ fn make_libtpu_folders_are_found_after_the_other_plugins() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains(new.to_str().unwrap()), "{}", o.stderr);
 }
+
+/// A JAX user's venv on a machine without a TPU: `pip install jax[tpu]` put libtpu into
+/// site-packages (found first), and the CPU plugin sits beside it. Every execution verb skips
+/// libtpu with one line naming it and the plugin used, and runs on the CPU plugin; `--plugin`
+/// still forces libtpu (and fails as libtpu does there); `doctor` lists both.
+#[test]
+fn a_jax_tpu_venv_without_a_tpu_runs_on_its_cpu_plugin() {
+    let Some(libtpu) = tpuport_testkit::libtpu("a_jax_tpu_venv_without_a_tpu") else { return };
+    if tpuport_pjrt::tpu_hardware_present() {
+        eprintln!("a_jax_tpu_venv_without_a_tpu: this machine has a TPU; libtpu wins here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let venv = fake_venv(&root.join("venv"));
+    let site = venv.join("lib/python3.11/site-packages");
+    std::fs::create_dir_all(site.join("libtpu")).unwrap();
+    std::os::unix::fs::symlink(&libtpu, site.join("libtpu/libtpu.so")).unwrap();
+    let cpu = real_plugin().canonicalize().unwrap();
+    let tpu = libtpu.canonicalize().unwrap();
+    let exe = bare_binary(&root);
+    let env = [("VIRTUAL_ENV", venv.to_str().unwrap().to_owned())];
+
+    let r = doctor(&exe, &root, &env, &[]);
+    let kinds: Vec<&str> =
+        r["plugins"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["tpu", "cpu"], "libtpu is found first, the CPU plugin after: {r:#}");
+
+    let model = root.join("m.mlir");
+    std::fs::write(
+        &model,
+        "func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {\n  \
+         %0 = stablehlo.add %a, %a : tensor<2x3xf32>\n  return %0 : tensor<2x3xf32>\n}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = Command::new(&exe);
+        c.env_clear().env("HOME", root.join("home")).env("NO_COLOR", "1").current_dir(&root);
+        c.env("PATH", "/usr/bin:/bin").env("VIRTUAL_ENV", &venv);
+        c.args(["bench", model.to_str().unwrap(), "--iters", "2", "--no-cache"]).args(extra);
+        common::output(&mut c)
+    };
+    let o = run(&[]);
+    assert_eq!(o.code, 0, "bench must run on the CPU plugin: {}", o.stderr);
+    let notes: Vec<&str> = o.stderr.lines().filter(|l| l.contains("skipped")).collect();
+    assert_eq!(notes.len(), 1, "one line about the skipped plugin: {}", o.stderr);
+    let note = notes[0];
+    assert!(note.contains(tpu.to_str().unwrap()), "names libtpu: {note}");
+    assert!(note.contains("no TPU devices"), "says why: {note}");
+    assert!(note.ends_with(&format!("using {}", cpu.display())), "names the plugin used: {note}");
+
+    // --plugin forces libtpu, which has no device here: the error of that plugin, exit 2.
+    let o = run(&["--plugin", tpu.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("no TPU devices"), "{}", o.stderr);
+    assert!(!o.stderr.contains("skipped"), "a forced plugin is not skipped: {}", o.stderr);
+}

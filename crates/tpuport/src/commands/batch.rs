@@ -161,6 +161,9 @@ fn secs(s: f64) -> String {
 }
 
 impl Reporter for Report<'_> {
+    fn plugin_skipped(&self, note: &str) {
+        self.p.warn(note);
+    }
     fn loaded(&self, m: &Loaded) {
         if !self.quiet {
             self.p.note(&format!(

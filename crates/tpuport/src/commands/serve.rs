@@ -85,6 +85,9 @@ impl Reporter for Report {
     fn model_warning(&self, name: &str, message: &str) {
         self.p.warn(&format!("model {name}: {message}"));
     }
+    fn plugin_skipped(&self, note: &str) {
+        self.p.warn(note);
+    }
     fn model_failed(&self, name: &str, error: &ServeError) {
         self.p.warn(&format!("model {name} failed to load: {error}"));
     }
