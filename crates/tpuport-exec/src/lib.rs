@@ -50,7 +50,7 @@ pub use model::{CacheUse, ExeSource, LoadMetrics, Model, NoMetrics, TensorSig};
 pub use module::{Module, Param, RuntimeOptions};
 pub use open::{OpenOptions, client, open_model};
 pub use repo::Repository;
-pub use statics::Statics;
+pub use statics::{StaticLowering, Statics};
 pub use target::Target;
 
 /// Where a pipeline reports progress (`info`) and problems that do not stop it (`warn`).
@@ -59,6 +59,9 @@ pub trait Observer {
     fn info(&self, _msg: &str) {}
     /// A warning.
     fn warn(&self, _msg: &str) {}
+    /// Something the user should see that is neither progress nor a problem (a value bound
+    /// from the inputs given).
+    fn note(&self, _msg: &str) {}
 }
 
 /// An observer that drops everything.

@@ -4,6 +4,11 @@
 //! time (`--input-value sr=16000`), so that a branch on that input is lowered as production
 //! takes it. A bound input keeps its argument; the value is also what the run feeds it, unless
 //! the caller gives that input explicitly.
+//!
+//! Inputs the caller gives as files (`validate --inputs x.npz`, `run --input sr=sr.npy`) are
+//! [`Statics::given`]: when the lowering needs the value of a graph input to choose a branch
+//! and the caller gave that input — a scalar or a small tensor — it is bound from there, as
+//! `--input-value` would, and the lowering says so ([`StaticLowering::notes`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,6 +25,10 @@ use crate::error::{Context as _, Result, invalid};
 /// Largest number of values one `--input-value` may list.
 const MAX_VALUES: usize = 65_536;
 
+/// Largest given input (elements) bound from a file for a branch: a sample rate, a flag, a
+/// mode index, a small shape tensor, never a batch of data.
+const MAX_GIVEN: usize = 64;
+
 /// The bindings; all empty means "the model as it is".
 #[derive(Clone, Debug, Default)]
 pub struct Statics {
@@ -32,6 +41,24 @@ pub struct Statics {
     /// Values of named inputs, as typed: one number (filling the input's shape) or as many
     /// comma-separated numbers as the input has elements.
     pub values: Vec<(String, String)>,
+    /// Inputs the caller gives as files, by graph input name: bound at lowering time when the
+    /// graph branches on one of them (small ones only, see the module doc). Not a binding by
+    /// itself: [`Statics::is_empty`] ignores it.
+    pub given: Vec<(String, HostTensor)>,
+}
+
+/// An ONNX model lowered with its statics bound.
+#[derive(Debug)]
+pub struct StaticLowering {
+    /// The lowering.
+    pub lowered: Lowered,
+    /// The inputs given a value at lowering time (`--input-value`, and those bound from
+    /// [`Statics::given`]), fed when the caller does not give them.
+    pub fixed: Vec<(String, HostTensor)>,
+    /// The inputs of `fixed` bound from [`Statics::given`] (the caller feeds them too).
+    pub from_given: Vec<String>,
+    /// One line per input bound from the given inputs: its name, its value and why.
+    pub notes: Vec<String>,
 }
 
 impl Statics {
@@ -95,39 +122,72 @@ impl Statics {
 
 impl Statics {
     /// Lowers `model` (read from `path` with [`Statics::import_options`]) with the
-    /// `--input-value` tensors bound; returns the lowering and those tensors. When the lowering
-    /// needs an input's value it does not have (an `If` on `sr`), the error names the flag that
-    /// gives it.
+    /// `--input-value` tensors bound. When the lowering needs an input's value it does not
+    /// have (an `If` on `sr`), the value is bound from [`Statics::given`] when the caller gave
+    /// that input, and the lowering runs again; otherwise the error names the flag that gives
+    /// it.
     ///
     /// # Errors
     /// A bad `--input-value`, or the lowering's error.
-    pub fn lower(
-        &self,
-        path: &Path,
-        model: &Model,
-        opts: &LowerOptions,
-    ) -> Result<(Lowered, Vec<(String, HostTensor)>)> {
-        let fixed = self.values_for(model)?;
-        let e = match lower_with_values(model, opts, &fixed) {
-            Ok(low) => return Ok((low, fixed)),
-            Err(e) => e,
-        };
-        let inputs = match &e {
-            LowerError::NeedsHostValue { value, .. } => inputs_behind(&model.graph, value),
-            _ => Vec::new(),
-        };
-        match inputs.as_slice() {
-            [] => Err(e).context(|| format!("lowering {}", path.display())),
-            names => {
-                let flags: Vec<String> =
-                    names.iter().map(|n| format!("--input-value {n}=V")).collect();
-                Err(invalid(format!(
-                    "lowering {}: {e}; it is computed from graph input(s): give {}",
-                    path.display(),
-                    flags.join(" ")
-                )))
+    pub fn lower(&self, path: &Path, model: &Model, opts: &LowerOptions) -> Result<StaticLowering> {
+        let mut fixed = self.values_for(model)?;
+        let mut notes = Vec::new();
+        let mut from_given = Vec::new();
+        loop {
+            let e = match lower_with_values(model, opts, &fixed) {
+                Ok(lowered) => return Ok(StaticLowering { lowered, fixed, from_given, notes }),
+                Err(e) => e,
+            };
+            let inputs = match &e {
+                LowerError::NeedsHostValue { value, .. } => inputs_behind(&model.graph, value),
+                _ => Vec::new(),
+            };
+            let bindable: Vec<&(String, HostTensor)> = inputs
+                .iter()
+                .filter(|n| !fixed.iter().any(|(f, _)| f == *n))
+                .filter_map(|n| self.given.iter().find(|(g, _)| g == n))
+                .filter(|(_, t)| t.elements() <= MAX_GIVEN as u64)
+                .collect();
+            if !bindable.is_empty() {
+                for (name, t) in bindable {
+                    notes.push(format!(
+                        "{name} = {} bound from the inputs given: the graph branches on it \
+                         (as --input-value {name}=...)",
+                        show_values(t)
+                    ));
+                    fixed.push((name.clone(), t.clone()));
+                    from_given.push(name.clone());
+                }
+                continue;
             }
+            return match inputs.as_slice() {
+                [] => Err(e).context(|| format!("lowering {}", path.display())),
+                names => {
+                    let flags: Vec<String> =
+                        names.iter().map(|n| format!("--input-value {n}=V")).collect();
+                    Err(invalid(format!(
+                        "lowering {}: {e}; it is computed from graph input(s): give {}",
+                        path.display(),
+                        flags.join(" ")
+                    )))
+                }
+            };
         }
+    }
+}
+
+/// A small tensor's values for a note: `16000`, or `[1, 2, 3]`.
+fn show_values(t: &HostTensor) -> String {
+    let vals: Vec<String> = t
+        .to_f64()
+        .unwrap_or_default()
+        .iter()
+        .map(|v| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") })
+        .collect();
+    if t.shape.is_empty() && vals.len() == 1 {
+        vals[0].clone()
+    } else {
+        format!("[{}]", vals.join(", "))
     }
 }
 

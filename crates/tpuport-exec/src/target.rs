@@ -26,6 +26,8 @@ pub struct Target {
     /// Inputs given a value at lowering time (`--input-value`): fed when the caller does not
     /// give them.
     fixed: Vec<(String, HostTensor)>,
+    /// Those of `fixed` bound from the caller's own input files: the caller feeds them too.
+    from_given: Vec<String>,
 }
 
 impl Target {
@@ -39,6 +41,7 @@ impl Target {
             bucket_batch: None,
             lowered: None,
             fixed: Vec::new(),
+            from_given: Vec::new(),
         })
     }
 
@@ -50,8 +53,11 @@ impl Target {
     pub fn onnx(path: &Path, statics: &crate::Statics, obs: &dyn Observer) -> Result<Target> {
         let started = std::time::Instant::now();
         let model = tpuport_formats::open(path, &statics.import_options())?;
-        let (low, fixed) =
+        let crate::StaticLowering { lowered: low, fixed, from_given, notes } =
             statics.lower(path, &model, &tpuport_lower::onnx::LowerOptions::default())?;
+        for n in &notes {
+            obs.note(n);
+        }
         let lower_ms = started.elapsed().as_secs_f64() * 1e3;
         obs.info(&format!("lowered {} in {lower_ms:.0} ms", path.display()));
         let text = tpuport_formats::stablehlo::parse_text(
@@ -75,6 +81,7 @@ impl Target {
             bucket_batch: statics.batch,
             lowered: Some((bucket, model.weights)),
             fixed,
+            from_given,
         })
     }
 
@@ -102,6 +109,7 @@ impl Target {
             bucket_batch: bucket.batch,
             lowered: Some((bucket.clone(), weights)),
             fixed: Vec::new(),
+            from_given: Vec::new(),
         })
     }
 
@@ -198,23 +206,27 @@ impl Target {
     ) -> Result<Vec<(String, HostTensor)>> {
         let bind = |p| tpuport_formats::FormatError::bind(set, p);
         for (name, t) in &self.fixed {
-            let given = entries.iter().any(|e| match &e.key {
+            let given = entries.iter().find(|e| match &e.key {
                 tpuport_formats::tensors::Key::Named(n)
                 | tpuport_formats::tensors::Key::Hint(n) => n == name,
                 tpuport_formats::tensors::Key::Position => false,
             });
-            if given {
-                // The module is specialised to the --input-value: another value would run a
+            match given {
+                // Bound from this very input at lowering time: the same value.
+                Some(e) if self.from_given.contains(name) && e.tensor == *t => {}
+                // The module is specialised to the fixed value: another value would run a
                 // branch the module no longer has.
-                return Err(invalid(format!(
-                    "input `{name}` is given twice: --input-value fixes it at lowering time"
-                )));
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "input `{name}` is given twice: --input-value fixes it at lowering time"
+                    )));
+                }
+                None => entries.push(Entry {
+                    key: tpuport_formats::tensors::Key::Named(name.clone()),
+                    source: format!("--input-value {name}"),
+                    tensor: t.clone(),
+                }),
             }
-            entries.push(Entry {
-                key: tpuport_formats::tensors::Key::Named(name.clone()),
-                source: format!("--input-value {name}"),
-                tensor: t.clone(),
-            });
         }
         let Some(slots) = self.inputs() else {
             // no signature (bytecode): `argN` names a position, the rest fill in order

@@ -4,7 +4,7 @@
 //! to be asked for its site-packages (a pyenv shim). Each case runs in a scratch directory
 //! with a clean environment, so the project's own `.venv` is not in reach.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr, reason = "tests")]
 
 mod common;
 

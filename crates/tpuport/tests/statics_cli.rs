@@ -208,3 +208,67 @@ fn silero_vad_lowers_the_branch_of_its_sample_rate() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("give --input-value sr=V"), "{}", o.stderr);
 }
+
+/// The same model with its inputs as files (issue 34, item 3): the `.npz` holds `sr`, and at
+/// 512 samples, where the `If` on `sr == 16000` has branches of different shapes, the value is
+/// bound from it (printed on stderr) instead of failing for the want of `--input-value`. At 256
+/// samples the branches agree in shape, the `If` lowers as a run-time conditional and `sr` is
+/// fed like any input: nothing is bound. Each rate validates against onnxruntime. `run` takes
+/// the value from a named `--input sr=FILE.npy` the same way.
+#[test]
+fn silero_vad_binds_its_sample_rate_from_the_inputs_given() {
+    let root = tpuport_testkit::generated(
+        "TPUPORT_RECURRENT",
+        "recurrent-",
+        "manifest.json",
+        "recurrent-models",
+    );
+    let model = root.join("vad/silero_vad.onnx");
+    let cache = tempfile::tempdir().unwrap();
+    let py = common::python();
+    for (file, sr, bound) in [("in0", "16000", true), ("in1", "8000", false)] {
+        let inputs = root.join(format!("vad/silero_vad.{file}.npz"));
+        let o = common::output(common::runtime_command(cache.path()).args([
+            "--format",
+            "json",
+            "validate",
+            s(&model),
+            "--inputs",
+            s(&inputs),
+            "--reference",
+            "onnxruntime",
+            "--python",
+            s(&py),
+        ]));
+        assert_eq!(o.code, 0, "sr={sr}: {}", o.stderr);
+        let r: Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!(r["passed"], true, "sr={sr}: {r:#}");
+        let note = format!("note: sr = {sr} bound from the inputs given");
+        assert_eq!(o.stderr.contains(&note), bound, "sr={sr}: {}", o.stderr);
+    }
+
+    // run: the three inputs as named .npy files; sr binds from its file.
+    let dir = cache.path();
+    common::run_python(&format!(
+        "import numpy as np\nz = np.load({:?})\nfor k in z.files: np.save({:?} + '/' + k + '.npy', z[k])",
+        s(&root.join("vad/silero_vad.in0.npz")),
+        s(dir)
+    ));
+    let arg = |n: &str| format!("{n}={}", s(&dir.join(format!("{n}.npy"))));
+    let out = dir.join("out");
+    let o = common::output(common::runtime_command(dir).args([
+        "run",
+        s(&model),
+        "--input",
+        &arg("input"),
+        "--input",
+        &arg("state"),
+        "--input",
+        &arg("sr"),
+        "--out",
+        s(&out),
+    ]));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("note: sr = 16000 bound from the inputs given"), "{}", o.stderr);
+    assert!(out.join("out0.npy").is_file());
+}

@@ -167,6 +167,9 @@ pub struct Report {
 /// Outputs that differ are verdicts in the report, not errors.
 pub fn validate(opts: &Options, obs: &dyn Observer) -> Result<Report> {
     let prep = prepare(opts)?;
+    for n in &prep.notes {
+        obs.note(n);
+    }
     let samples = read_samples(opts, &prep.args, &prep.fixed)?;
     let mut policy = Policy::new(prep.precision);
     if let Some(r) = opts.rtol {

@@ -34,6 +34,8 @@ pub(super) struct Prepared {
     pub(super) partitions: u32,
     /// Inputs given a value at lowering time (`--input-value`), fed to every sample.
     pub(super) fixed: Vec<(String, HostTensor)>,
+    /// Inputs bound from the input files for a branch, one line each, for the user.
+    pub(super) notes: Vec<String>,
 }
 
 impl Prepared {
@@ -71,6 +73,8 @@ struct OnnxSource {
     probes: Vec<Probe>,
     /// Inputs given a value at lowering time.
     fixed: Vec<(String, HostTensor)>,
+    /// Inputs bound from the input files for a branch.
+    notes: Vec<String>,
 }
 
 /// Reads the model and builds the candidate and reference modules.
@@ -144,9 +148,11 @@ pub(super) fn prepare(a: &Options) -> Result<Prepared> {
     let mut probes = Vec::new();
     let mut binding = None;
     let mut fixed = Vec::new();
+    let mut notes = Vec::new();
     if let Some(o) = onnx {
         probes = o.probes;
         fixed = o.fixed;
+        notes = o.notes;
         binding = Some((o.args, o.weights));
     } else if a.bisect {
         let only = (!a.probes.is_empty()).then_some(a.probes.as_slice());
@@ -185,6 +191,7 @@ pub(super) fn prepare(a: &Options) -> Result<Prepared> {
         onnx: is_onnx,
         partitions,
         fixed,
+        notes,
     })
 }
 
@@ -205,12 +212,13 @@ fn read_stablehlo(a: &Options) -> Result<Source> {
     Ok(Source { model, onnx: None })
 }
 
-/// ONNX: bind input shapes from the input files, lower (returning every float node output as
-/// an extra result when bisecting, or the --probe values), and read the lowered module back for
-/// the rewrites.
+/// ONNX: bind input shapes from the input files (and, when the graph branches on an input the
+/// files hold, its value), lower (returning every float node output as an extra result when
+/// bisecting, or the --probe values), and read the lowered module back for the rewrites.
 fn lower_onnx(a: &Options) -> Result<Source> {
     use tpuport_lower::onnx::LowerOptions;
     let mut opts = a.statics.import_options();
+    let mut statics = a.statics.clone();
     if let super::Inputs::Files(path) = &a.inputs {
         let files = tpuport_formats::tensors::read_set(path, Some("output_"), &opts.limits)?;
         // `input_N` (ONNX test-data layout) names the N-th graph input: read the graph's input
@@ -229,7 +237,8 @@ fn lower_onnx(a: &Options) -> Result<Source> {
                 .and_then(|n| names.get(n).cloned())
                 .filter(|_| !names.contains(&name))
                 .unwrap_or(name);
-            opts.input_shapes.insert(name, tpuport_model::Shape::fixed(&t.shape));
+            opts.input_shapes.insert(name.clone(), tpuport_model::Shape::fixed(&t.shape));
+            statics.given.push((name, t));
         }
     }
     let onnx = tpuport_formats::open(&a.model, &opts)?;
@@ -250,7 +259,8 @@ fn lower_onnx(a: &Options) -> Result<Source> {
         a.probes.clone()
     };
     let lopts = LowerOptions { expose: expose.clone(), ..LowerOptions::default() };
-    let (lowered, fixed) = a.statics.lower(&a.model, &onnx, &lopts)?;
+    let tpuport_exec::StaticLowering { lowered, fixed, notes, .. } =
+        statics.lower(&a.model, &onnx, &lopts)?;
     let model = stablehlo::parse_text(&a.model, &lowered.mlir, &tpuport_formats::Limits::default())
         .context(|| "reading back the lowered module".to_owned())?;
     let n_out = lowered.results.len().saturating_sub(expose.len());
@@ -266,8 +276,14 @@ fn lower_onnx(a: &Options) -> Result<Source> {
             }
         })
         .collect();
-    let onnx_source =
-        OnnxSource { args: lowered.args, weights: onnx.weights.clone(), outputs, probes, fixed };
+    let onnx_source = OnnxSource {
+        args: lowered.args,
+        weights: onnx.weights.clone(),
+        outputs,
+        probes,
+        fixed,
+        notes,
+    };
     Ok(Source { model, onnx: Some(onnx_source) })
 }
 

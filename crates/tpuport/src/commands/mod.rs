@@ -184,6 +184,7 @@ impl StaticArgs {
             dims: self.shapes.dims.clone(),
             input_shapes: self.shapes.input_shape.clone(),
             values: self.input_values.clone(),
+            given: Vec::new(),
         })
     }
 }

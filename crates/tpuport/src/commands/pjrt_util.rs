@@ -41,6 +41,10 @@ impl tpuport_exec::Observer for Printer {
         Printer::info(self, msg);
     }
 
+    fn note(&self, msg: &str) {
+        Printer::note(self, &format!("note: {msg}"));
+    }
+
     fn warn(&self, msg: &str) {
         Printer::warn(self, msg);
     }

@@ -34,7 +34,19 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(a: &RunArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<Status> {
-    let targets = Target::resolve_with(&a.model, false, &a.statics.statics()?, p)?;
+    let mut statics = a.statics.statics()?;
+    if Target::is_onnx(&a.model) {
+        // An ONNX model is lowered at the shapes of its named input files (as `validate
+        // --inputs` does), unless --input-shape says otherwise, and a branch on one of them
+        // takes its value from the file.
+        statics.given = named_inputs(&a.inputs)?;
+        for (name, t) in &statics.given {
+            if !statics.input_shapes.iter().any(|(n, _)| n == name) {
+                statics.input_shapes.push((name.clone(), tpuport_model::Shape::fixed(&t.shape)));
+            }
+        }
+    }
+    let targets = Target::resolve_with(&a.model, false, &statics, p)?;
     let Some(first) = targets.first() else {
         anyhow::bail!("{}: nothing to run", a.model.display());
     };
@@ -62,4 +74,18 @@ pub(crate) fn run(a: &RunArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<St
     let report = tpuport_exec::run::run(&target, &args, &rt, &a.out, p)?;
     super::emit_report(p, g.format, &report, || tpuport_report::run::render(&report))?;
     Ok(Status::Success)
+}
+
+/// The `--input NAME=FILE` tensors, for an ONNX model whose lowering may branch on one of them
+/// (`tpuport_exec::Statics::given`).
+fn named_inputs(specs: &[String]) -> anyhow::Result<Vec<(String, tpuport_model::HostTensor)>> {
+    specs
+        .iter()
+        .filter(|spec| !std::path::Path::new(spec).exists())
+        .filter_map(|spec| spec.split_once('='))
+        .map(|(name, file)| {
+            let t = tpuport_formats::npy::read_npy(std::path::Path::new(file))?;
+            Ok((name.to_owned(), t))
+        })
+        .collect()
 }
