@@ -1,4 +1,4 @@
-//! A load generator for `make bench-serve`'s overload and shutdown runs (scripts/bench_serve.py),
+//! A load generator for `make bench-serve`'s overload and shutdown runs (scripts/bench/bench_serve.py),
 //! where wrk falls short: it records every response's status and latency (so the p99 of the
 //! accepted requests is known apart from the rejected ones) and can offer a fixed rate.
 //!

@@ -1,6 +1,6 @@
 //! `tpuport audit --slice S --compiler libtpu|none|auto`: the estimate checked against the TPU
 //! compiler (libtpu from `make libtpu`; without it the compiler tests say so in one line and
-//! pass). The large table (torch exports, v5e and v6e) is `scripts/audit_vs_libtpu.py`; these
+//! pass). The large table (torch exports, v5e and v6e) is `scripts/proofs/audit_vs_libtpu.py`; these
 //! tests keep to small models.
 //!
 //! Expectations written before the first run:
