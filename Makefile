@@ -188,7 +188,7 @@ man: build ## man pages from the clap definitions into target/man/
 # Generated test inputs (each cached under $(CACHE_ROOT) and keyed by what shapes it; a rerun is
 # a no-op). The tests read them through the exported TPUPORT_* variables.
 # ---------------------------------------------------------------------------------------------
-### Generated test inputs (all part of make test)
+### Generated test inputs (make test makes all but findings-fixtures)
 
 .PHONY: fixtures clean-fixtures stablehlo-exports validate-refs lower-refs audit-refs recurrent-models conformance-cases profile-fixtures serve-fixtures libtpu findings-fixtures
 
