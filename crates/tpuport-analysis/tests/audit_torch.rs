@@ -2,8 +2,8 @@
 //! conv + attention FLOPs match `torch.utils.flop_counter.FlopCounterMode` within 5 %, and the
 //! audits of the dynamo and legacy exports of the same model agree within 1 %.
 //!
-//! The FlopCounterMode numbers come from `scripts/testdata/audit_refs.py` (`make audit-refs`), found
-//! through `$TPUPORT_AUDIT_REFS` or the script's own cache directory.
+//! The FlopCounterMode numbers come from `scripts/testdata/audit_refs.py` (`make audit-refs`),
+//! found through `$TPUPORT_AUDIT_REFS` or the script's own cache directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
