@@ -2,8 +2,8 @@
 //! conv + attention FLOPs match `torch.utils.flop_counter.FlopCounterMode` within 5 %, and the
 //! audits of the dynamo and legacy exports of the same model agree within 1 %.
 //!
-//! The FlopCounterMode numbers come from `scripts/audit_refs.py` (`make audit-refs`), found
-//! through `$TPUPORT_AUDIT_REFS` or the script's own cache directory.
+//! The FlopCounterMode numbers come from `scripts/testdata/audit_refs.py` (`make audit-refs`),
+//! found through `$TPUPORT_AUDIT_REFS` or the script's own cache directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
@@ -18,7 +18,7 @@ const MODELS: [&str; 5] = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", 
 fn refs() -> serde_json::Value {
     let dir = std::env::var_os("TPUPORT_AUDIT_REFS").map_or_else(
         || {
-            let script = tpuport_testkit::repo_root().join("scripts/audit_refs.py");
+            let script = tpuport_testkit::repo_root().join("scripts/testdata/audit_refs.py");
             let digest = Sha256::digest(std::fs::read(&script).unwrap());
             let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
             let base = std::env::var_os("XDG_CACHE_HOME").map_or_else(

@@ -1,6 +1,6 @@
-//! Every finding code fires on a fixture built for it (`scripts/findings_fixtures.py`, committed
-//! under `tests/data/findings/`), and clean models — hand-made ONNX and StableHLO, the JAX
-//! fixtures — do not trigger it.
+//! Every finding code fires on a fixture built for it (`scripts/testdata/findings_fixtures.py`,
+//! committed under `tests/data/findings/`), and clean models — hand-made ONNX and StableHLO, the
+//! JAX fixtures — do not trigger it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;

@@ -1,7 +1,7 @@
 //! Acceptance of issue 21 on StableHLO exported by frameworks tpuport did not write (Keras 3
 //! applications, keras-hub causal LMs, Flax linen and NNX; `make stablehlo-exports`, script
-//! `scripts/stablehlo_exports.py`): argument roles, batch and sequence, the parameter count
-//! against the framework's own, tied embeddings, FLOPs against XLA's cost analysis and
+//! `scripts/testdata/stablehlo_exports.py`): argument roles, batch and sequence, the parameter
+//! count against the framework's own, tied embeddings, FLOPs against XLA's cost analysis and
 //! physically possible samples/s. Each model is read twice: the `jax.export` module (argument
 //! names in `loc(...)`) and the plain `jax.jit(f).lower(..).as_text()` (no names: only the ops
 //! and the positions tell).

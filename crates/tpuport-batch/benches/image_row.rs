@@ -9,8 +9,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use tpuport_batch::image::{ImageSpec, Layout};
 
-/// A camera-sized JPEG (quality 90) of smooth gradients plus noise, as `scripts/bench_batch.py`
-/// writes them.
+/// A camera-sized JPEG (quality 90) of smooth gradients plus noise, as
+/// `scripts/bench/bench_batch.py` writes them.
 fn jpeg(w: u32, h: u32) -> Vec<u8> {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let img = image::RgbImage::from_fn(w, h, |x, y| {

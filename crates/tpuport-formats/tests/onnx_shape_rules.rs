@@ -1,6 +1,6 @@
 //! tpuport's ONNX shape rules against ONNX's own shape inference, on the committed models of
-//! `tests/data/shape_rules` (written by `scripts/shape_rule_fixtures.py`: one node per case,
-//! graph outputs untyped, and what `onnx.shape_inference.infer_shapes(strict_mode=True,
+//! `tests/data/shape_rules` (written by `scripts/testdata/shape_rule_fixtures.py`: one node per
+//! case, graph outputs untyped, and what `onnx.shape_inference.infer_shapes(strict_mode=True,
 //! data_prop=True)` gives each output in `expected.json`). Every output's element type and
 //! every dimension (numbers and symbol names) must be the same.
 #![allow(clippy::unwrap_used, reason = "tests")]

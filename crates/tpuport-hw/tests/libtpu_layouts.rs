@@ -1,5 +1,5 @@
 //! The layout → bytes model (`XlaLayout::device_bytes`) against libtpu's own answers: for each
-//! shape in `tests/data/libtpu_layouts.json` (measured by `scripts/libtpu_measure.py` with
+//! shape in `tests/data/libtpu_layouts.json` (measured by `scripts/proofs/libtpu_measure.py` with
 //! libtpu 0.0.52: one parameter per program, compiled for one v5e and one v6e chip), the bytes
 //! its reported layout takes must equal the argument bytes the compiler reported.
 #![allow(clippy::unwrap_used, reason = "tests")]

@@ -18,7 +18,7 @@ fn python() -> PathBuf {
     let p = repo().join(".venv/bin/python");
     assert!(
         p.exists(),
-        "python venv missing at {}: create it (see scripts/requirements.txt)",
+        "python venv missing at {}: create it (see scripts/requirements/base.txt)",
         p.display()
     );
     p

@@ -28,7 +28,7 @@
 //!   two identical selects at one step).
 //!
 //! `cargo test -p tpuport-lower --test onnx_cost_xla -- --nocapture` prints the table of
-//! audit / XLA counts; the single-node recurrent models of `scripts/recurrent_models.py`
+//! audit / XLA counts; the single-node recurrent models of `scripts/testdata/recurrent_models.py`
 //! (`make recurrent-models`, through `$TPUPORT_RECURRENT`) are checked the same way at the
 //! sequence lengths of their two runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr, reason = "tests")]
@@ -467,7 +467,7 @@ fn attention_rotary_swiglu_and_resize_match_xla() {
     report(&rows);
 }
 
-// ---- the recurrent models of scripts/recurrent_models.py ----
+// ---- the recurrent models of scripts/testdata/recurrent_models.py ----
 
 /// The single-node recurrent models, each at the input shapes of its two runs (two sequence
 /// lengths): `P` from the two XLA counts, `C` from the node's inputs ([`once_of`]).

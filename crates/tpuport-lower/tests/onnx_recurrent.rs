@@ -1,5 +1,5 @@
 //! Recurrent and control-flow models against onnxruntime (`make recurrent-models`, written by
-//! `scripts/recurrent_models.py`, found through `$TPUPORT_RECURRENT` or the newest
+//! `scripts/testdata/recurrent_models.py`, found through `$TPUPORT_RECURRENT` or the newest
 //! `~/.cache/tpuport/recurrent-*`): single LSTM / GRU / RNN / ReverseSequence nodes over their
 //! attributes, PyTorch exports from both exporters (LSTM, GRU, bidirectional RNN, a branch on
 //! a scalar input, a data-dependent while loop), Keras models through tf2onnx, and the

@@ -119,7 +119,7 @@ pub fn discover(explicit: Option<&Path>) -> Vec<Found> {
     out
 }
 
-/// Folders holding libtpu versions unpacked by `make libtpu` (`scripts/libtpu_fetch.sh`) as
+/// Folders holding libtpu versions unpacked by `make libtpu` (`scripts/tools/libtpu_fetch.sh`) as
 /// `<folder>/<version>/libtpu/libtpu.so`, in the order [`discover`] searches them (the newest
 /// version in each):
 ///

@@ -1,6 +1,6 @@
 //! The real libtpu (PyPI `libtpu` 0.0.52, PJRT API 0.117), when `make libtpu`
-//! (`scripts/libtpu_fetch.sh`) has fetched it into `.cache/libtpu/` (or `$TPUPORT_LIBTPU` names
-//! one). Without it the test says so in one line and passes.
+//! (`scripts/tools/libtpu_fetch.sh`) has fetched it into `.cache/libtpu/` (or `$TPUPORT_LIBTPU`
+//! names one). Without it the test says so in one line and passes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(

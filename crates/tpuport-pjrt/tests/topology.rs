@@ -1,6 +1,6 @@
 //! Ahead-of-time compilation for a TPU topology with the real libtpu, on a machine without a
-//! TPU (`scripts/libtpu_fetch.sh` / `make libtpu` installs it; without it each test says so in
-//! one line and passes).
+//! TPU (`scripts/tools/libtpu_fetch.sh` / `make libtpu` installs it; without it each test says so
+//! in one line and passes).
 //!
 //! Expected figures were written down before the first run, from `docs/tpu-aot.md` (the JAX
 //! path through the same compiler): f32[512,512,3,3] is stored unpadded (9,437,184 bytes),

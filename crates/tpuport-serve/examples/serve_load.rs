@@ -1,6 +1,7 @@
-//! A load generator for `make bench-serve`'s overload and shutdown runs (scripts/bench_serve.py),
-//! where wrk falls short: it records every response's status and latency (so the p99 of the
-//! accepted requests is known apart from the rejected ones) and can offer a fixed rate.
+//! A load generator for `make bench-serve`'s overload and shutdown runs
+//! (scripts/bench/bench_serve.py), where wrk falls short: it records every response's status and
+//! latency (so the p99 of the accepted requests is known apart from the rejected ones) and can
+//! offer a fixed rate.
 //!
 //! ```text
 //! serve_load ADDR PATH BODY_FILE HEADER_FILE CONNECTIONS SECONDS RATE OUT_JSON

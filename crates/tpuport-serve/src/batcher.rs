@@ -7,7 +7,7 @@
 //! coming: under one client at a time every batch is one row, so a lone request runs at once
 //! instead of waiting out the delay; under 16 clients the batches are 16 rows, so an idle model
 //! waits for 16 rather than running the first arrival alone and splitting every wave in two
-//! (that cost the MLP of `scripts/bench_serve.py` 13–17 % of its requests/s at concurrency
+//! (that cost the MLP of `scripts/bench/bench_serve.py` 13–17 % of its requests/s at concurrency
 //! 16–64 on 2026-12-05 when any queued row was dispatched at once). It takes
 //! rows in priority then arrival order (splitting a request larger than the largest bucket
 //! over several batches), pads them into the smallest bucket that fits, uploads, executes,

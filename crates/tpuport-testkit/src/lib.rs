@@ -78,7 +78,7 @@ pub fn position_checksum(b: &[u8]) -> u64 {
 pub const TPUPORT_LIBTPU: &str = "TPUPORT_LIBTPU";
 
 /// libtpu for the TPU-compiler tests: `$TPUPORT_LIBTPU`, else the newest version that
-/// `make libtpu` (scripts/libtpu_fetch.sh) unpacked under `<repo>/.cache/libtpu/`. When there
+/// `make libtpu` (scripts/tools/libtpu_fetch.sh) unpacked under `<repo>/.cache/libtpu/`. When there
 /// is none, writes one line saying so to stderr (past the test harness's capture, so it shows
 /// in `make test`'s log) and returns `None`; the caller returns early.
 #[must_use]

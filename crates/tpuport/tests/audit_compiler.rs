@@ -1,7 +1,7 @@
 //! `tpuport audit --slice S --compiler libtpu|none|auto`: the estimate checked against the TPU
 //! compiler (libtpu from `make libtpu`; without it the compiler tests say so in one line and
-//! pass). The large table (torch exports, v5e and v6e) is `scripts/audit_vs_libtpu.py`; these
-//! tests keep to small models.
+//! pass). The large table (torch exports, v5e and v6e) is `scripts/proofs/audit_vs_libtpu.py`;
+//! these tests keep to small models.
 //!
 //! Expectations written before the first run:
 //! - on the small JAX fixtures (mlp, cnn, encoder, a sharded MLP) for v5e-8 and v6e-8, the

@@ -1,7 +1,7 @@
 //! `tpuport conformance`: the whole ONNX backend suite against the committed pass-rate floor
-//! (`scripts/conformance_floor.json`), the JSON summary, and bad input.
+//! (`scripts/testdata/conformance_floor.json`), the JSON summary, and bad input.
 //!
-//! The cases come from `scripts/onnx_conformance.py` (`make conformance`), found through
+//! The cases come from `scripts/testdata/onnx_conformance.py` (`make conformance`), found through
 //! `$TPUPORT_CONFORMANCE_DIR`, else the newest complete `~/.cache/tpuport/onnx-conformance-*`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -37,7 +37,7 @@ fn suite_meets_committed_floor() {
     let dir = cases_dir();
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("summary.json");
-    let floor = tpuport_testkit::repo_root().join("scripts/conformance_floor.json");
+    let floor = tpuport_testkit::repo_root().join("scripts/testdata/conformance_floor.json");
     let mut cmd = common::runtime_command(tmp.path());
     cmd.args(["conformance", dir.to_str().unwrap(), "--json", json.to_str().unwrap()])
         .args(["--floor", floor.to_str().unwrap()])

@@ -95,7 +95,7 @@ fn golden_manifests_for_every_mode_validate_offline() {
         "/bin/sh lin-0.lin.ns,lin-0-1.lin.ns,lin-0-2.lin.ns,lin-0-3.lin.ns"
     );
     let crds = tpuport_testkit::repo_root().join("crates/tpuport-deploy/tests/data/crd");
-    let script = tpuport_testkit::repo_root().join("scripts/validate_manifests.py");
+    let script = tpuport_testkit::repo_root().join("scripts/tools/validate_manifests.py");
     let out = std::process::Command::new(tpuport_testkit::python())
         .arg(&script)
         .arg("--crd-dir")
@@ -132,7 +132,7 @@ fn the_validator_rejects_a_broken_manifest() {
     )
     .unwrap();
     let out = std::process::Command::new(tpuport_testkit::python())
-        .arg(tpuport_testkit::repo_root().join("scripts/validate_manifests.py"))
+        .arg(tpuport_testkit::repo_root().join("scripts/tools/validate_manifests.py"))
         .arg("--crd-dir")
         .arg(tpuport_testkit::repo_root().join("crates/tpuport-deploy/tests/data/crd"))
         .arg(&bad)

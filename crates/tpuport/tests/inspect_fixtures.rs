@@ -1,5 +1,5 @@
 //! `tpuport inspect` against real exports: the framework's own numbers, recorded by
-//! `scripts/fixtures/` in each fixture's `meta.json`, must be reproduced exactly.
+//! `scripts/testdata/fixtures/` in each fixture's `meta.json`, must be reproduced exactly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 

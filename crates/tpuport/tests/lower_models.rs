@@ -3,8 +3,8 @@
 //! compared with onnxruntime's outputs: max |tpuport - ort| / max |ort| <= 1e-4 per output, f32.
 //!
 //! Batch 1 uses the fixture set (`inputs.npz`, `outputs_<exporter>.npz`); batch 8 uses
-//! `make lower-refs` (`scripts/lower_refs.py`), found through `$TPUPORT_LOWER_REFS`, else the
-//! newest `~/.cache/tpuport/lower-refs-*`.
+//! `make lower-refs` (`scripts/testdata/lower_refs.py`), found through `$TPUPORT_LOWER_REFS`, else
+//! the newest `~/.cache/tpuport/lower-refs-*`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr, reason = "tests")]
 

@@ -173,7 +173,7 @@ fn emit_jax_to_file_and_torch_xla_to_stdout() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("xs.mark_sharding(param, mesh, spec)"));
     assert!(o.stdout.contains("\"transformer.h.0.ln_1.weight\": (None,),"));
-    // A mesh with an `fsdp` axis also gets FSDPv2 (run by scripts/shard_proof_torch_xla.py);
+    // A mesh with an `fsdp` axis also gets FSDPv2 (run by scripts/proofs/shard_proof_torch_xla.py);
     // a tensor-only mesh does not.
     assert!(o.stdout.contains("def wrap_fsdpv2(model, mesh, shard_output=None):"));
     assert!(o.stdout.contains("FSDPv2(model, mesh=mesh, shard_output=shard_output)"));

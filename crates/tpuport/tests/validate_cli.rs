@@ -2,7 +2,7 @@
 //! bf16-operand computation, planted divergences found by bisection, and bad inputs, missing
 //! outputs and NaN/Inf reported without a crash.
 //!
-//! Reference data: `make validate-refs` (scripts/validate_refs.py), found through
+//! Reference data: `make validate-refs` (scripts/testdata/validate_refs.py), found through
 //! `$TPUPORT_VALIDATE_REFS`, else `<repo>/.cache/validate-refs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]

@@ -9,8 +9,8 @@
 //! rematerialisation (MaxText `remat_policy: full`) each layer keeps its input `s·b·h` and one
 //! layer's set is live. The logits `b·s·vocab/t` come on top, four times when training (the
 //! logits, their log-softmax, its exponential and the logits' gradient are live together in
-//! the loss; the count was read off XLA's buffer sizes in `scripts/shard_proof.py`, where two
-//! copies left GPT-2 and BERT 10–15 % under the compiler). Inference keeps nothing for a
+//! the loss; the count was read off XLA's buffer sizes in `scripts/proofs/shard_proof.py`, where
+//! two copies left GPT-2 and BERT 10–15 % under the compiler). Inference keeps nothing for a
 //! backward pass: one layer's live set `s·b·(h + 3h/t + 2F/t)` (the residual, q/k/v, the
 //! MLP's two intermediates of width `F`; the norm fuses into its consumers) plus the scores `b·(a/t)·s²`, and the
 //! logits once. Padding is the

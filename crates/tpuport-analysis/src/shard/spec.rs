@@ -155,7 +155,7 @@ fn split_dims(
         _ if rank < 2 => (None, None),
         // A lookup table with its own LM head: `tensor` on the hidden dimension. GSPMD cannot
         // partition a gather on the dimension it indexes (XLA warns "Involuntary full
-        // rematerialization" and replicates the table, measured in scripts/shard_proof.py),
+        // rematerialization" and replicates the table, measured in scripts/proofs/shard_proof.py),
         // while a split on the gathered rows' features passes through.
         Parallel::Vocab if role.kind == Kind::Embedding && untied && rank == 2 => {
             (Some(1), Some(0))

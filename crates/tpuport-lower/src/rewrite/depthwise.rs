@@ -5,7 +5,7 @@
 //! path that is an order of magnitude slower than the same arithmetic written as elementwise
 //! ops: on this machine a 3×3 depthwise convolution over `f32[8,96,112,112]` took 2,669 ms as a
 //! grouped convolution and 222 ms as nine shifted multiply-adds (JAX 0.10.2 on XLA:CPU, median
-//! of 10, `.venv/bin/python scripts/bench_depthwise_jax.py`). The TPU compiler has its own
+//! of 10, `.venv/bin/python scripts/bench/bench_depthwise_jax.py`). The TPU compiler has its own
 //! depthwise emitter, so this rewrite is applied only to modules compiled for the CPU plugin.
 //!
 //! For output `y[b, c, p] = Σ_k x_pad[b, c, p·s + k·d] · w[c, 0, k]` the rewrite emits: one

@@ -7,7 +7,7 @@
 //! XLA:CPU, `XLA_FLAGS=--xla_cpu_use_xnnpack=false`, medians of 7 interleaved runs:
 //! `f32[8,256,56,56]` → 64 channels 45.7 ms as a convolution and 17.2 ms as
 //! `einsum('nihw,oi->nohw')`; `f32[8,960,7,7]` → 160 channels 2.86 ms and 2.48 ms;
-//! 2026-12-05, `.venv/bin/python scripts/bench_pointwise_jax.py`). The TPU
+//! 2026-12-05, `.venv/bin/python scripts/bench/bench_pointwise_jax.py`). The TPU
 //! compiler maps both forms to the MXU alike, so this rewrite is only for modules compiled
 //! for the CPU plugin. There it is opt-in (`TPUPORT_CPU_REWRITES=depthwise,pointwise`): on
 //! whole models (torchvision ResNet-50 and MobileNetV2, batch 8) it changed p50 by less than

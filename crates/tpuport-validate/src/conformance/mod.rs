@@ -2,8 +2,8 @@
 //! expected outputs.
 //!
 //! A folder holds cases in the ONNX backend layout (`<suite>/<case>/model.onnx`,
-//! `test_data_set_0/input_<j>.pb`, `output_<j>.pb`), as `scripts/onnx_conformance.py` writes
-//! them (`make conformance`), with a `case.json` per case naming its main op, its tolerances and
+//! `test_data_set_0/input_<j>.pb`, `output_<j>.pb`), as `scripts/testdata/onnx_conformance.py`
+//! writes them (`make conformance`), with a `case.json` per case naming its main op, its tolerances and
 //! the kinds of its inputs and outputs. Each case is imported with its input shapes bound from
 //! the input files, lowered, compiled, run and compared (see [`case`] and [`compare`]). All
 //! cases run in this one process on one PJRT client, in parallel; a panic in one case is

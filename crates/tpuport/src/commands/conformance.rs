@@ -17,7 +17,7 @@ use crate::printer::Printer;
 #[derive(Debug, Args)]
 pub(crate) struct ConformanceArgs {
     /// Directory of test cases (`<suite>/<case>/model.onnx` + `test_data_set_0/`), as written
-    /// by `scripts/onnx_conformance.py`; a single case directory also works.
+    /// by `scripts/testdata/onnx_conformance.py`; a single case directory also works.
     pub(crate) dir: PathBuf,
     /// Run only cases whose `<suite>/<case>` name contains this text (repeatable: any).
     #[arg(long, value_name = "TEXT")]

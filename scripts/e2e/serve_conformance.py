@@ -1,6 +1,6 @@
 """Conformance of `tpuport serve` with the Open Inference Protocol's reference client.
 
-Starts `tpuport serve` on the repository written by scripts/serve_fixtures.py and drives it with
+Starts `tpuport serve` on the repository written by scripts/testdata/serve_fixtures.py and drives it with
 tritonclient (HTTP and gRPC, sync and asyncio; binary and JSON tensors) over every endpoint and
 every datatype. Expectations, written before the first run:
   - health, server and model metadata, model readiness answer as the protocol says;

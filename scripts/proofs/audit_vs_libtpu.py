@@ -14,7 +14,7 @@ weight layouts the compiler confirmed. Prints a markdown table (the one in docs/
 With --check, exits 1 when a compiled case is off by more than 10 %, a verdict disagrees, or
 the compiler contradicts any of the audit's weight layouts (fewer confirmed than checked).
 
-    .venv/bin/python scripts/audit_vs_libtpu.py --tpuport ./target/release/tpuport \
+    .venv/bin/python scripts/proofs/audit_vs_libtpu.py --tpuport ./target/release/tpuport \
         --fixtures .cache/fixtures --libtpu .cache/libtpu/0.0.52/libtpu/libtpu.so [--check]
 
 One case at a time (libtpu compiles use every core); each case's seconds go to stderr. About

@@ -2,7 +2,7 @@
 """`make bench` for `tpuport compile`: libtpu ahead-of-time compilation for a v5e-8 topology on
 this machine (no TPU), through tpuport vs through JAX, on the same StableHLO module.
 
-Per model (the JAX fixtures' functions from scripts/fixtures/jax_models.py: mlp at batch 128 and
+Per model (the JAX fixtures' functions from scripts/testdata/fixtures/jax_models.py: mlp at batch 128 and
 the transformer encoder block) and round:
   jax      a fresh Python process (JAX_PLATFORMS=cpu, TPU_LIBRARY_PATH=libtpu, JAX's persistent
            compilation cache off): import jax, then
@@ -115,7 +115,7 @@ def main() -> None:
     if not Path(lib).is_file():
         print(f"bench_compile: {a.libtpu} missing (run `make libtpu`); benchmark not run")
         return
-    src = Path(__file__).resolve().parent / "fixtures"
+    src = Path(__file__).resolve().parent.parent / "testdata" / "fixtures"
     py = sys.executable
     load = lambda: " ".join(f"{x:.2f}" for x in os.getloadavg())  # noqa: E731
     print(f"tpuport compile vs JAX topology + lower().compile(), target v5e-8 (v5e:2x4, one "

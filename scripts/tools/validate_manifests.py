@@ -5,7 +5,7 @@ Usage: validate_manifests.py --crd-dir DIR [--kubernetes 1.33] FILE.yaml...
 Built-in kinds are checked by `kubernetes-validate` (the Kubernetes OpenAPI schemas it ships,
 strict: unknown fields are errors). Custom resources (LeaderWorkerSet, JobSet, PodMonitoring)
 are checked with `jsonschema` (unknown fields rejected, as strict field validation does) against the schema files in --crd-dir, written from the projects'
-published CRDs by scripts/crd_schema.py (each file's `$comment` says which release). A kind
+published CRDs by scripts/testdata/crd_schema.py (each file's `$comment` says which release). A kind
 with neither is an error. Prints one line per document; exit 1 if any fails.
 """
 

@@ -4,7 +4,7 @@
 Writes crates/tpuport-analysis/tests/data/findings/{*.onnx,*.mlir}. ONNX models are made with
 the `onnx.helper` API; StableHLO ones by lowering small JAX functions (`jax.jit(f).lower(...)`),
 plus two hand-written MLIR modules for patterns JAX never emits (data-dependent dynamic shapes).
-Run with the project venv: `.venv/bin/python scripts/findings_fixtures.py` (`make findings-fixtures`).
+Run with the project venv: `.venv/bin/python scripts/testdata/findings_fixtures.py` (`make findings-fixtures`).
 Deterministic: rerunning rewrites the same bytes.
 """
 import os
@@ -16,7 +16,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "tpuport-analysis", "tests", "data", "findings")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "crates", "tpuport-analysis", "tests", "data", "findings")
 
 
 def vi(name, dtype, shape):

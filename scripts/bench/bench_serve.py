@@ -2,7 +2,7 @@
 shutdown under load and recompiles (issue 15's performance and reliability acceptance).
 
 Run by `make bench-serve` with the project venv (jax, for the reference outputs); the peers
-run from .venv-peers (scripts/bench_serve_peers.py). The machine has 2 cores: every server is
+run from .venv-peers (scripts/bench/bench_serve_peers.py). The machine has 2 cores: every server is
 pinned to CPU --server-cpu (1) and the load generator to CPU --load-cpu (0) with taskset.
 
 1. Side by side. The same JAX function (bench_serve_models.py: an MLP and a small CNN) is

@@ -1,6 +1,6 @@
 """Benchmark: `tpuport profile` on a ~1 GB Chrome trace vs Python's `json.load` of the same file.
 
-The trace is a real jax.profiler trace made longer. `scripts/profile/jax_loop.py --slow-loader`
+The trace is a real jax.profiler trace made longer. `scripts/testdata/profile/jax_loop.py --slow-loader`
 (the workload of the `jax/slow` profile fixture) is run once under jax.profiler; its
 `<host>.trace.json.gz` is the template. Every event between the first step's start and the last
 step's end is repeated, shifted by one template period per copy, with `step_num` renumbered,
@@ -39,8 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKLOAD = ROOT / "scripts" / "profile" / "jax_loop.py"
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOAD = ROOT / "scripts" / "testdata" / "profile" / "jax_loop.py"
 # Bump when the generator's output changes (the cache key also hashes the workload and the size).
 GENERATOR = 2
 

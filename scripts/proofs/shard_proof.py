@@ -26,7 +26,7 @@ emitted plan, and the count is printed beside it.
 Exit status 1 when a case is off by more than --tolerance (default 10 %).
 
 Usage: XLA_FLAGS is set here (8 host devices) before JAX starts.
-    .venv/bin/python scripts/shard_proof.py --tpuport target/debug/tpuport [--quick]
+    .venv/bin/python scripts/proofs/shard_proof.py --tpuport target/debug/tpuport [--quick]
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ def case(tpuport, tmp, model, layers, workload, batch, seq, mesh):
 
 
 def gemma_case(tpuport, tmp, mesh):
-    """A public training script's own step: Flax's Gemma example (scripts/flax_gemma_step.py).
+    """A public training script's own step: Flax's Gemma example (scripts/testdata/flax_gemma_step.py).
     `tpuport shard --verify` gets the step lowered unsharded with its names; JAX compiles the
     same step with the emitted plan applied as a user would (`tree_shardings` per argument,
     the batch split, donated state pinned like its input), once with its default partitioner
@@ -384,7 +384,7 @@ def gemma_case(tpuport, tmp, mesh):
     import re
     from functools import partial
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata"))
     import flax_gemma_step
 
     batch, seq = 8, 128

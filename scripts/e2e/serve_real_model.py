@@ -15,7 +15,7 @@ at 3x48x192). Steps:
    (UNAVAILABLE), their latencies, and checks the server's counts and
    `tpuport_compiles_after_ready_total`.
 
-Usage: .venv/bin/python scripts/serve_real_model.py --tpuport target/release/tpuport \\
+Usage: .venv/bin/python scripts/e2e/serve_real_model.py --tpuport target/release/tpuport \\
          --client-python .venv-serve/bin/python [--inflight 512 --seconds 20]
 `make test` runs it with `--seconds 0` (answers only), `make bench-serve` with the overload.
 Exit 1 when an answer differs or a count disagrees.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench` for `tpuport audit`: tpuport vs a Python baseline on BERT-base ONNX, as ratios.
 
-Baseline (the inspect bench's style, scripts/bench_inspect.py): onnx + numpy computing the same
+Baseline (the inspect bench's style, scripts/bench/bench_inspect.py): onnx + numpy computing the same
 totals tpuport's audit reports — the ONNX file loaded with `onnx.load`, batch and sequence bound
 on the inputs, shapes propagated with onnxruntime's `SymbolicShapeInference` (onnx's own
 `infer_shapes` leaves the legacy export's reshape chains unresolved), then dense matmul / gemm /

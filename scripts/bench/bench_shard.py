@@ -12,7 +12,7 @@ LlamaForCausalLM; shapes from meta-llama/Llama-2-7b-hf config.json: hidden 4096,
   median of --repeat runs, against `tpuport inspect --no-dedup` of the same file (the import
   alone) as the baseline, and checks the issue's budget (< 1 s).
 
-Usage: python scripts/bench_shard.py --tpuport target/release/tpuport
+Usage: python scripts/bench/bench_shard.py --tpuport target/release/tpuport
 """
 
 from __future__ import annotations

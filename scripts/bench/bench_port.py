@@ -33,7 +33,7 @@ import tokenize
 from datetime import datetime, timezone
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "crates" / "tpuport-lint" / "resources" / "corpus"
 SIZES = (12_500, 25_000, 50_000)
 LIMIT_S = 1.0

@@ -3,7 +3,7 @@
 # cargo-fuzz needs nightly-only compiler flags; RUSTC_BOOTSTRAP=1 lets the pinned stable
 # toolchain accept them, so no second toolchain has to be installed.
 set -euo pipefail
-cd "$(dirname "$0")/../fuzz"
+cd "$(dirname "$0")/../../fuzz"
 secs="${FUZZ_SECONDS:-60}"
 export RUSTC_BOOTSTRAP=1
 for t in onnx stablehlo safetensors torch npy; do

@@ -11,7 +11,7 @@
 * Corpus (`crates/tpuport-lint/resources/corpus`, real public scripts): every script is ported
   to its target and the result must pass `pyflakes` with no undefined name. The ones that can
   run here (torchvision / Keras / JAX scripts whose data can be synthesized) run before and
-  after the port through `scripts/e2e_corpus_runner.py` (tiny synthetic data, same patches both
+  after the port through `scripts/e2e/e2e_corpus_runner.py` (tiny synthetic data, same patches both
   times): originals in the project venv, torch_xla ports in `.venv-xla` with `PJRT_DEVICE=CPU`,
   tf-tpu ports on TensorFlow's CPU in the project venv, JAX on 8 fake CPU devices. Every loss
   (or accuracy) they print must agree within RTOL.
@@ -28,10 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 E2E = REPO / "examples" / "e2e"
 CORPUS = REPO / "crates" / "tpuport-lint" / "resources" / "corpus"
-RUNNER = REPO / "scripts" / "e2e_corpus_runner.py"
+RUNNER = REPO / "scripts" / "e2e" / "e2e_corpus_runner.py"
 LOSS = r"[Ll]oss(?:_[DG])?: ([0-9][0-9.e+-]*)"
 ACCURACY = r"accuracy ([0-9][0-9.e+-]*)"
 # Keras prints each epoch's last training loss before `val_accuracy`, then `val_loss`, and the
@@ -41,7 +41,7 @@ KERAS_LOSS = r"(?:- loss: ([0-9][0-9.e+-]*) - val_|val_loss: ([0-9][0-9.e+-]*)|T
 FLAX_LOSS = r"(?:train_loss|test_loss): ([0-9][0-9.e+-]*)"
 # Corpus scripts that run here: (file, arguments, what to compare). The others are checked with
 # pyflakes only, for these reasons (TensorFlow and Keras are in .venv from
-# scripts/requirements.txt; flax is in scripts/requirements-exports.txt, which e2e-port does
+# scripts/requirements/base.txt; flax is in scripts/requirements/exports.txt, which e2e-port does
 # not install):
 # - pytorch_examples_ddp_multigpu.py: launched by mp.spawn with one process per CUDA GPU
 #   (torch.cuda.device_count()) and NCCL; no GPU here;
@@ -57,7 +57,7 @@ FLAX_LOSS = r"(?:train_loss|test_loss): ([0-9][0-9.e+-]*)"
 # - tensorflow_tpu_cifar_keras.py: TF1 code (`tensorflow.contrib`, `TPUEstimator`), which
 #   TensorFlow 2 no longer has;
 # - flax_mnist_train.py runs when flax is installed (`make stablehlo-exports` installs it from
-#   scripts/requirements-exports.txt; e2e-port does not): tensorflow_datasets, ml_collections
+#   scripts/requirements/exports.txt; e2e-port does not): tensorflow_datasets, ml_collections
 #   and orbax.export are in no requirements file, so the runner stands in for them (synthetic
 #   MNIST from tfds.load, a dict config, no export) and calls train_and_evaluate itself, as
 #   the example's main.py (not in the corpus) does;

@@ -7,7 +7,7 @@ Same module, same inputs, same XLA:CPU, one device on each side:
            wall time of one `PJRT_LoadedExecutable_Execute` on device-resident input buffers
            (all inputs non-donated) plus waiting on the device-complete event; output buffers
            stay on the device (no device->host copy) and are freed after the clock stops.
-  JAX      the function rebuilt exactly as scripts/fixtures/jax_models.py builds it (imported
+  JAX      the function rebuilt exactly as scripts/testdata/fixtures/jax_models.py builds it (imported
            from there), `jax.jit(fn)` on the fixture's inputs/arg*.npy placed on the device with
            `jax.device_put` once, compiled and warmed with 50 calls; then 1000 calls each timed
            as `fn(*device_arrays).block_until_ready()` (jaxlib's CPU client, forced to 1
@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 
 # jax_models sets XLA_FLAGS (8 host devices) before importing jax; this bench wants one device,
 # and backends are created lazily, so the flag is rewritten after the import.
-sys.path.insert(0, str(HERE / "fixtures"))
+sys.path.insert(0, str(HERE.parent / "testdata" / "fixtures"))
 import jax_models
 
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "").replace(

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install libtpu (PyPI `libtpu`, ~137 MB wheel, ~505 MB unpacked) into a git-ignored folder, for
 # `tpuport compile` and the TPU-compiler tests (`make libtpu`; `make test` runs it). libtpu is not
-# in scripts/requirements.txt: nothing but the TPU checks needs it, and the Python venv must not
+# in scripts/requirements/base.txt: nothing but the TPU checks needs it, and the Python venv must not
 # carry it (JAX would try to initialise a TPU backend).
 #
-#   scripts/libtpu_fetch.sh [VERSION]
+#   scripts/tools/libtpu_fetch.sh [VERSION]
 #
 # Without VERSION: the newest version on PyPI whose library loads (GetPjrtApi answers with PJRT
 # API major 0 and a function table tpuport can use); older versions are tried when the newest
@@ -18,7 +18,7 @@
 # is fatal (`make libtpu` is not: the TPU checks then say so in one line).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DEST_ROOT="${LIBTPU_ROOT:-$ROOT/.cache/libtpu}"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY=python3

@@ -1,7 +1,7 @@
 """A ResNet-50-shaped convolution stack (random weights, batch argv[1], default 8) jitted by JAX
 in NCHW/OIHW and in NHWC/HWIO: same outputs, median of 5 interleaved runs each, and the
 NHWC/NCHW speed ratio. Tells whether lowering convolutions in NHWC would help XLA:CPU.
-Run: XLA_FLAGS=--xla_cpu_use_xnnpack=false .venv/bin/python scripts/bench_layout_jax.py 8
+Run: XLA_FLAGS=--xla_cpu_use_xnnpack=false .venv/bin/python scripts/bench/bench_layout_jax.py 8
 """
 import time, sys, numpy as np, jax, jax.numpy as jnp
 from jax import lax

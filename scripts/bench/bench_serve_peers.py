@@ -1,4 +1,4 @@
-"""One peer server for scripts/bench_serve.py: Triton (through nvidia-pytriton) or MLServer,
+"""One peer server for scripts/bench/bench_serve.py: Triton (through nvidia-pytriton) or MLServer,
 serving one of bench_serve_models.py's JAX functions under `jax.jit` on CPU.
 
 Run with .venv-peers/bin/python (make venv-peers). Both peers get the same batching knobs

@@ -1,5 +1,5 @@
 """keras-hub GPT-2 at its published 124M configuration (vocab 50257, 12 layers, width 768, 12
-heads, MLP 3072, 1024 positions), random init, exported the way `scripts/stablehlo_exports.py`
+heads, MLP 3072, 1024 positions), random init, exported the way `scripts/testdata/stablehlo_exports.py`
 exports its shrunk models: `jax.jit(f).lower(params, token_ids, padding_mask)` with the weights
 as leading arguments. One of the original cases of issue 21 (where `audit` read batch 50257, the
 vocabulary), made here without a download.
@@ -10,7 +10,7 @@ file `tpuport batch OUT/jit.mlir` reads the weights from. Also OUT/rows/rows.npz
 token ids and padding mask as `input0` and `input1` (the names `tpuport batch` gives the data
 arguments) to run it on.
 
-    .venv/bin/python scripts/export_gpt2_124m.py --out DIR [--batch 1] [--seq 128]
+    .venv/bin/python scripts/testdata/export_gpt2_124m.py --out DIR [--batch 1] [--seq 128]
 """
 
 import argparse

@@ -4,7 +4,7 @@ memory, and keep it as small committed test data. Not part of `make test` (it co
 torch exports twice: tens of minutes on 2 cores); rerun it when libtpu changes:
 
     make libtpu build
-    .venv/bin/python scripts/libtpu_measure.py --tpuport target/release/tpuport \
+    .venv/bin/python scripts/proofs/libtpu_measure.py --tpuport target/release/tpuport \
         --libtpu .cache/libtpu/*/libtpu/libtpu.so --fixtures .cache/fixtures
 
 Writes:
@@ -18,7 +18,7 @@ Writes:
       buffers, generated code, total) next to `tpuport audit --slice TARGET`'s per-chip estimate
       (`memory.per_device_padded[chip]`, else `memory.padded[chip].inference`), for the JAX
       fixtures, the five torch exports at batch 8 (through `tpuport compile`'s lowering) and the
-      8-way sharded fixtures, on v5e-8 and v6e-8. `scripts/audit_vs_libtpu.py` makes the same
+      8-way sharded fixtures, on v5e-8 and v6e-8. `scripts/proofs/audit_vs_libtpu.py` makes the same
       comparison through `tpuport audit --compiler libtpu` (the table in docs/compile.md).
 """
 
@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 SHAPES = [
     # conv kernels, OIHW then HWIO
@@ -154,7 +154,7 @@ def main() -> None:
     a = ap.parse_args()
     lib = str(Path(a.libtpu).resolve())
     version = Path(lib).parent.parent.name
-    head = {"libtpu": version, "command": "scripts/libtpu_measure.py (see its docstring)"}
+    head = {"libtpu": version, "command": "scripts/proofs/libtpu_measure.py (see its docstring)"}
     if a.only in (None, "layouts"):
         out = ROOT / "crates/tpuport-hw/tests/data/libtpu_layouts.json"
         out.parent.mkdir(parents=True, exist_ok=True)

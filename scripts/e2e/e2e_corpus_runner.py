@@ -3,7 +3,7 @@
 
     python e2e_corpus_runner.py SCRIPT [ARGS...]
 
-Used by `scripts/e2e_port.py` with the project venv (original scripts, and Keras scripts
+Used by `scripts/e2e/e2e_port.py` with the project venv (original scripts, and Keras scripts
 ported to tf-tpu, on TensorFlow's CPU) and with `.venv-xla` (scripts ported to torch_xla,
 `PJRT_DEVICE=CPU`). The same patches are applied to both runs,
 so their loss trajectories can be compared:

@@ -7,7 +7,7 @@ with data propagation) infers every node output, and its answer goes to expected
 {file: {output: [elem_type, dims]}} (a dim is an int or a symbol name). The models' graph
 outputs are written without types, so tpuport's importer infers them on its own
 (`onnx_shape_rules.rs` compares). Run with the project venv:
-`.venv/bin/python scripts/shape_rule_fixtures.py` (`make shape-rule-fixtures`). Deterministic.
+`.venv/bin/python scripts/testdata/shape_rule_fixtures.py` (`make shape-rule-fixtures`). Deterministic.
 """
 import json
 import os
@@ -19,7 +19,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 OUT = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "tpuport-formats", "tests", "data",
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "crates", "tpuport-formats", "tests", "data",
     "shape_rules",
 )
 

@@ -53,7 +53,7 @@ def main():
     schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     schema["$comment"] = (
         f"{kind} {group}/{a.version} from {a.repo} {a.path} at tag {a.tag} "
-        f"(commit {a.commit}); descriptions dropped by scripts/crd_schema.py"
+        f"(commit {a.commit}); descriptions dropped by scripts/testdata/crd_schema.py"
     )
     head = {"$comment": schema.pop("$comment"), "$schema": schema.pop("$schema")}
     json.dump({**head, **schema}, sys.stdout, sort_keys=False, separators=(",", ":"))

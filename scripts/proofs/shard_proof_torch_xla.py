@@ -14,7 +14,7 @@ same step without sharding (`.venv-xla` has no `transformers`).
    FSDPv2 (`SpmdFullyShardedDataParallel`) around the model, which shards what the plan left
    whole on its largest dimension over `fsdp`.
 
-Run with the torch_xla venv: .venv-xla/bin/python scripts/shard_proof_torch_xla.py --tpuport target/debug/tpuport
+Run with the torch_xla venv: .venv-xla/bin/python scripts/proofs/shard_proof_torch_xla.py --tpuport target/debug/tpuport
 """
 
 from __future__ import annotations
