@@ -28,7 +28,7 @@ FIX_LINK   := .cache/fixtures
 CARGO      ?= cargo
 export TPUPORT_FIXTURES := $(abspath $(FIX_LINK))
 
-.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile audit-vs-libtpu profile-fixtures bench-profile venv-serve serve-fixtures serve-conformance deploy-venv deploy-tools venv-peers bench-serve-fixtures bench-serve wrk-tool
+.PHONY: stablehlo-exports wheel test-wheel man wheel-tools demo test lint fixtures venv bench fuzz clean-fixtures build e2e-port venv-xla conformance conformance-cases lower-refs audit-refs bench-audit validate-refs recurrent-models libtpu bench-compile audit-vs-libtpu profile-fixtures host-bound-traces bench-profile venv-serve serve-fixtures serve-conformance deploy-venv deploy-tools venv-peers bench-serve-fixtures bench-serve wrk-tool
 
 $(VENV)/.stamp: $(REQS)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -132,7 +132,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures serve-conformance stablehlo-exports deploy-venv deploy-tools shard-verify-check
+test: fixtures lint e2e-port audit-refs lower-refs validate-refs conformance-cases recurrent-models libtpu profile-fixtures host-bound-traces serve-conformance stablehlo-exports deploy-venv deploy-tools shard-verify-check
 	$(CARGO) test --workspace --locked
 	@lib=$${TPUPORT_LIBTPU:-$(LIBTPU_SO)}; test -n "$$lib" || echo "$(LIBTPU_NONE)"
 
@@ -287,6 +287,25 @@ profile-fixtures: $(PROF_DIR)/.done
 	@mkdir -p .cache
 	@ln -sfn $(PROF_DIR) $(PROF_LINK)
 	@find $(CACHE_ROOT) -maxdepth 1 -name 'profile-fixtures-*' ! -name 'profile-fixtures-$(PROF_HASH)' -exec rm -rf {} + 2>/dev/null || true
+
+# Recorded traces of real loops for `tpuport profile`'s host-bound finding (issue 34): JAX loops
+# under jax.profiler and PyTorch loops under torch.profiler with loaders of several shapes, each
+# host-bound and clean (scripts/testdata/host_bound/corpus.json holds the dev / held-out split
+# and the expectations). Keyed by the scripts and the framework versions; the tests read
+# $(TPUPORT_HOST_BOUND_TRACES). About two minutes of CPU, some 10 MB.
+HBT_HASH  := $(shell { grep -E '^(numpy|jax|jaxlib|torch|pillow)==' $(REQS); cat scripts/testdata/host_bound_traces.py scripts/testdata/host_bound/*; } 2>/dev/null | sha256sum | cut -c1-16)
+HBT_DIR   := $(CACHE_ROOT)/host-bound-traces-$(HBT_HASH)
+HBT_LINK  := .cache/host-bound-traces
+export TPUPORT_HOST_BOUND_TRACES := $(abspath $(HBT_LINK))
+
+$(HBT_DIR)/.done: $(VENV)/.stamp
+	cd /tmp && $(abspath $(VPY)) $(abspath scripts/testdata/host_bound_traces.py) --out $(HBT_DIR)
+	@touch $@
+
+host-bound-traces: $(HBT_DIR)/.done
+	@mkdir -p .cache
+	@ln -sfn $(HBT_DIR) $(HBT_LINK)
+	@find $(CACHE_ROOT) -maxdepth 1 -name 'host-bound-traces-*' ! -name 'host-bound-traces-$(HBT_HASH)' -exec rm -rf {} + 2>/dev/null || true
 
 # Port real training scripts (JAX pmap, PyTorch) and check the ported ones train to the same loss.
 # The exporters' pins bring flax, which the corpus's Flax MNIST script needs to run.
