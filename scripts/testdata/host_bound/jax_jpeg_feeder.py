@@ -45,7 +45,9 @@ def jpegs(n):
 class Feeder:
     def __init__(self, blobs, per_batch, rows=256, cached=False):
         self.blobs, self.per_batch, self.rows, self.i = blobs, per_batch, rows, 0
-        self.cache = [self.pull() for _ in range(4)] if cached else None
+        self.cache = None
+        if cached:
+            self.cache = [self.pull() for _ in range(4)]
 
     def pull(self):  # PLANT: loader
         if self.cache is not None:
