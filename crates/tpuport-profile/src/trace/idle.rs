@@ -92,7 +92,14 @@ mod tests {
     use super::*;
 
     fn step(start: f64, dur: f64) -> Step {
-        Step { num: None, start_us: start, dur_us: dur, input_us: 0.0, host_us: 0.0, device_us: None }
+        Step {
+            num: None,
+            start_us: start,
+            dur_us: dur,
+            input_us: 0.0,
+            host_us: 0.0,
+            device_us: None,
+        }
     }
 
     #[test]

@@ -1138,12 +1138,8 @@ pub(crate) fn read_trace(
 #[allow(clippy::unwrap_used, reason = "tests")]
 pub(crate) fn read_str(json: &str) -> TraceSummary {
     let owned = json.to_owned();
-    read_trace(
-        move || Ok(Box::new(std::io::Cursor::new(owned.clone().into_bytes()))),
-        1 << 20,
-        10,
-    )
-    .unwrap()
+    read_trace(move || Ok(Box::new(std::io::Cursor::new(owned.clone().into_bytes()))), 1 << 20, 10)
+        .unwrap()
 }
 
 #[cfg(test)]
