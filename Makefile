@@ -292,7 +292,7 @@ profile-fixtures: $(PROF_DIR)/.done
 # under jax.profiler and PyTorch loops under torch.profiler with loaders of several shapes, each
 # host-bound and clean (scripts/testdata/host_bound/corpus.json holds the dev / held-out split
 # and the expectations). Keyed by the scripts and the framework versions; the tests read
-# $(TPUPORT_HOST_BOUND_TRACES). About two minutes of CPU, some 10 MB.
+# $(TPUPORT_HOST_BOUND_TRACES). About three minutes of CPU (six on a busy two-core machine), some 30 MB.
 HBT_HASH  := $(shell { grep -E '^(numpy|jax|jaxlib|torch|pillow)==' $(REQS); cat scripts/testdata/host_bound_traces.py scripts/testdata/host_bound/*; } 2>/dev/null | sha256sum | cut -c1-16)
 HBT_DIR   := $(CACHE_ROOT)/host-bound-traces-$(HBT_HASH)
 HBT_LINK  := .cache/host-bound-traces

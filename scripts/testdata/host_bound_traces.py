@@ -13,7 +13,7 @@ framework versions; the tests read $TPUPORT_HOST_BOUND_TRACES):
   manifest.json               corpus.json's traces and split, the `# PLANT:` lines, the versions
                               and each run's wall time
 
-About two minutes of CPU; some 10 MB.
+About three minutes of CPU; some 30 MB.
 """
 
 import argparse

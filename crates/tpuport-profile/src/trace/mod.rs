@@ -10,6 +10,7 @@
 mod event;
 mod idle;
 mod intervals;
+mod lines;
 pub(crate) mod scan;
 
 use std::collections::HashMap;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::frames::{self, Frame};
 use event::{Id, RawEvent, text};
 use intervals::{overlap, push_merged, union};
+use lines::{HostCall, Line};
 
 /// Most distinct op names tracked; later names are summed as `(other ops)`.
 const MAX_OPS: usize = 100_000;
@@ -327,9 +329,10 @@ pub(crate) struct Analyzer {
     cpu_op_iv: Vec<(f64, f64)>,
     /// Host events that drive the device (dispatch, execute, wait, aten ops), per thread.
     dispatch: Vec<Span>,
-    dispatch_last: HashMap<u64, usize>,
-    /// Python events per thread.
-    py_threads: HashMap<u64, u64>,
+    /// Per-thread dispatch and Python state (the host's calls outside the device work).
+    lines: HashMap<u64, Line>,
+    /// The step thread's Python calls are settled in pass two (kineto, or out of order).
+    host_calls_in_pass_two: bool,
     /// The thread with the host step markers; its dispatch intervals, unioned.
     step_thread: Option<u64>,
     dispatch_iv: Vec<(f64, f64)>,
@@ -339,15 +342,6 @@ pub(crate) struct Analyzer {
     input_fn_time: HashMap<u32, f64>,
     /// Python calls on the step thread that touch no dispatch interval.
     host_calls: Vec<HostCall>,
-}
-
-/// A Python call on the step thread outside the device work: a candidate for `host_us`.
-#[derive(Debug, Clone, Copy)]
-struct HostCall {
-    start: f64,
-    end: f64,
-    frame: Option<u32>,
-    caller: Option<u32>,
 }
 
 fn thread_key(pid: u32, tid: u32) -> u64 {
@@ -590,10 +584,10 @@ impl Analyzer {
         if device_proc || !is_dispatch(v.name, v.cat) {
             return;
         }
+        let line = self.lines.entry(key).or_default();
+        line.dispatch(v.ts, end, MAX_RECORDS);
         // Nested events (an op's sub-ops) extend their thread's last interval.
-        if let Some(&i) = self.dispatch_last.get(&key)
-            && let Some(last) = self.dispatch.get_mut(i)
-            && last.thread == key
+        if let Some(last) = line.dispatch_last.and_then(|i| self.dispatch.get_mut(i))
             && v.ts >= last.start
             && v.ts <= last.end
         {
@@ -602,7 +596,7 @@ impl Analyzer {
         }
         let span = Span { thread: key, start: v.ts, end };
         push_capped(&mut self.dispatch, span, &mut self.capped, "dispatch spans");
-        self.dispatch_last.insert(key, self.dispatch.len() - 1);
+        line.dispatch_last = Some(self.dispatch.len() - 1);
     }
 
     fn complete(&mut self, v: &View<'_>) {
@@ -659,10 +653,21 @@ impl Analyzer {
             return;
         }
 
-        // Python frames: matched to probes and to the device's idle time in pass two.
+        // Python frames: TSL calls are settled against the thread's dispatch here (see
+        // `lines`); kineto's, and the frames for probes, in pass two.
         if v.cat == "python_function" || v.name.starts_with('$') {
             self.python_events += 1;
-            *self.py_threads.entry(key).or_default() += 1;
+            if v.cat == "python_function" {
+                let line = self.lines.entry(key).or_default();
+                line.python += 1;
+                line.kineto_python = true;
+            } else {
+                let call = (v.dur > 0.0 && !is_profiler_frame(v.name)).then(|| {
+                    let frame = frames::parse_tsl_function(v.name).map(|f| self.frame_id(f));
+                    HostCall { start: v.ts, end: v.ts + v.dur, frame, caller: None }
+                });
+                self.lines.entry(key).or_default().python(v.ts, call, MAX_RECORDS);
+            }
             return;
         }
 
@@ -771,7 +776,7 @@ impl Analyzer {
         self.python_events > 0
             && (!self.probes.is_empty()
                 || !self.input_spans.is_empty()
-                || self.step_thread.is_some_and(|t| self.py_threads.contains_key(&t)))
+                || self.host_calls_in_pass_two)
     }
 
     /// After pass one: closes open host ops, sorts records, and finds the thread with the host
@@ -785,8 +790,26 @@ impl Analyzer {
         self.probes.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.ts.total_cmp(&b.ts)));
         self.input_spans.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.start.total_cmp(&b.start)));
         self.step_thread = marker_thread(&self.marks, true);
+        for line in self.lines.values_mut() {
+            line.settle(f64::INFINITY, MAX_RECORDS);
+            line.dispatch_last = None;
+        }
+        if let Some(line) = self.step_thread.and_then(|t| self.lines.get_mut(&t))
+            && line.python > 0
+        {
+            if line.kineto_python || line.unsorted {
+                self.host_calls_in_pass_two = true;
+            } else {
+                self.host_calls = std::mem::take(&mut line.calls);
+                if line.capped {
+                    self.capped.push("host calls");
+                }
+            }
+        }
+        for line in self.lines.values_mut() {
+            line.calls = Vec::new();
+        }
         let dispatch = std::mem::take(&mut self.dispatch);
-        self.dispatch_last.clear();
         self.dispatch_iv = union(
             dispatch
                 .iter()
@@ -855,7 +878,11 @@ impl Analyzer {
 
         // Calls on the step thread that touch no dispatch interval: host work outside the
         // device work. One nested in the previous call adds nothing.
-        if Some(key) == self.step_thread && end > ts && !is_profiler_frame(e.name()) {
+        if self.host_calls_in_pass_two
+            && Some(key) == self.step_thread
+            && end > ts
+            && !is_profiler_frame(e.name())
+        {
             let i = self.dispatch_iv.partition_point(|x| x.1 <= ts);
             let touches = self.dispatch_iv.get(i).is_some_and(|x| x.0 < end);
             let nested = self.host_calls.last().is_some_and(|c| ts >= c.start && end <= c.end);
@@ -964,7 +991,7 @@ impl Analyzer {
         };
         let named = union(self.input_spans.iter().map(|s| (s.start, s.end)).collect());
         let frames_on_step_thread =
-            self.step_thread.is_some_and(|t| self.py_threads.contains_key(&t));
+            self.step_thread.and_then(|t| self.lines.get(&t)).is_some_and(|l| l.python > 0);
         let evidence = frames_on_step_thread
             .then(|| union(self.host_calls.iter().map(|c| (c.start, c.end)).collect()));
         let host_iv = idle::account(
@@ -1197,6 +1224,37 @@ mod tests {
         assert_eq!(t.steps[0].dur_us, 100.0);
         assert_eq!(t.op_domain, Some(OpDomain::Device));
         assert_eq!((t.top_ops[0].name.as_str(), t.top_ops[0].count), ("fusion.1", 4));
+    }
+
+    #[test]
+    fn host_work_in_time_order_or_not() {
+        // Two steps: dispatch, device work on another thread, then a 60 µs loader call.
+        let events = [
+            r#"{"ph":"X","pid":1,"tid":1,"ts":0,"dur":30,"name":"train","args":{"step_num":"0"}}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"PjitFunction(step)"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":10,"dur":20,"name":"CommonPjRtBuffer::Await"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":35,"dur":60,"name":"$train.py:7 pull"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":36,"dur":50,"name":"$time sleep"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":100,"dur":30,"name":"train","args":{"step_num":"1"}}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":101,"dur":5,"name":"PjitFunction(step)"}"#,
+            r#"{"ph":"X","pid":1,"tid":2,"ts":8,"dur":20,"name":"fusion","args":{"hlo_op":"fusion"}}"#,
+            r#"{"ph":"X","pid":1,"tid":2,"ts":108,"dur":20,"name":"fusion","args":{"hlo_op":"fusion"}}"#,
+        ];
+        let trace = |order: &[usize]| {
+            let body: Vec<&str> = order.iter().map(|&i| events[i]).collect();
+            read(&format!(
+                r#"{{"metadata":{{"highres-ticks":true}},"traceEvents":[{}]}}"#,
+                body.join(",")
+            ))
+        };
+        // In time order (settled in pass one) and with the loader written last (pass two).
+        for t in [trace(&[0, 1, 2, 3, 4, 5, 6, 7, 8]), trace(&[0, 1, 2, 5, 6, 7, 8, 3, 4])] {
+            assert_eq!(t.steps.len(), 2);
+            assert_eq!((t.steps[0].host_us, t.steps[0].device_us), (60.0, Some(20.0)));
+            assert_eq!(t.steps[1].host_us, 0.0);
+            let f = &t.input.host_functions[0];
+            assert_eq!((f.frame.file.as_str(), f.frame.line, f.us), ("train.py", 7, 60.0));
+        }
     }
 
     #[test]
