@@ -26,14 +26,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "host_bound"
-
-
-def plants(path):
-    out = {}
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if "# PLANT: " in line:
-            out[line.split("# PLANT: ", 1)[1].split()[0]] = i
-    return out
+sys.path.insert(0, str(HERE.parent.parent))
+from profile_fixtures import plants  # noqa: E402  (the `# PLANT: name` lines of a workload)
 
 
 def versions(names):
