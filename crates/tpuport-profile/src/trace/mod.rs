@@ -5,7 +5,8 @@
 //! Memory does not grow with the file: the ops table is keyed by op name (capped), and only
 //! per-step records (step spans, data-loading spans, host-sync probes, compile spans) are kept,
 //! each list capped. Python-tracer events are matched to those records in a second pass over
-//! the file instead of being stored.
+//! the file instead of being stored; the TSL tracer's calls, written in time order per thread,
+//! are settled against their thread's dispatch in the first pass ([`lines`], for [`idle`]).
 
 mod event;
 mod idle;
