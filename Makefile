@@ -190,7 +190,7 @@ man: build ## man pages from the clap definitions into target/man/
 # ---------------------------------------------------------------------------------------------
 ### Generated test inputs (make test makes all but findings-fixtures and shape-rule-fixtures)
 
-.PHONY: fixtures clean-fixtures stablehlo-exports validate-refs lower-refs audit-refs recurrent-models conformance-cases profile-fixtures serve-fixtures libtpu findings-fixtures shape-rule-fixtures
+.PHONY: fixtures clean-fixtures stablehlo-exports validate-refs lower-refs audit-refs recurrent-models conformance-cases profile-fixtures host-bound-traces serve-fixtures libtpu findings-fixtures shape-rule-fixtures
 
 # The exported models (torch, JAX, small ONNX) with their frameworks' own numbers.
 FIX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat $(TESTDATA)/fixtures/*.py; } 2>/dev/null | sha256sum | cut -c1-16)
@@ -280,6 +280,25 @@ profile-fixtures: $(PROF_DIR)/.done ## torch/JAX/torch_xla profiler outputs for 
 	@ln -sfn $(PROF_DIR) $(PROF_LINK)
 	@$(call prune,profile-fixtures,$(PROF_HASH))
 
+# Recorded traces of real loops for `tpuport profile`'s host-bound finding (issue 34): JAX loops
+# under jax.profiler and PyTorch loops under torch.profiler with loaders of several shapes, each
+# host-bound and clean ($(TESTDATA)/host_bound/corpus.json holds the dev / held-out split
+# and the expectations). Keyed by the scripts and the framework versions; the tests read
+# $(TPUPORT_HOST_BOUND_TRACES). About three minutes of CPU (six on a busy two-core machine), some 30 MB.
+HBT_HASH  := $(shell { grep -E '^(numpy|jax|jaxlib|torch|pillow)==' $(REQS); cat $(TESTDATA)/host_bound_traces.py $(TESTDATA)/host_bound/*; } 2>/dev/null | sha256sum | cut -c1-16)
+HBT_DIR   := $(CACHE_ROOT)/host-bound-traces-$(HBT_HASH)
+HBT_LINK  := .cache/host-bound-traces
+export TPUPORT_HOST_BOUND_TRACES := $(abspath $(HBT_LINK))
+
+$(HBT_DIR)/.done: $(VENV)/.stamp
+	cd /tmp && $(abspath $(VPY)) $(abspath $(TESTDATA)/host_bound_traces.py) --out $(HBT_DIR)
+	@touch $@
+
+host-bound-traces: $(HBT_DIR)/.done ## recorded host-bound and clean loops for profile's PRF101
+	@mkdir -p .cache
+	@ln -sfn $(HBT_DIR) $(HBT_LINK)
+	@$(call prune,host-bound-traces,$(HBT_HASH))
+
 # The served model repository (JAX MLP at buckets 1,4,8 and a model per datatype).
 SERVE_FX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat $(TESTDATA)/serve_fixtures.py; } 2>/dev/null | sha256sum | cut -c1-16)
 SERVE_FX_DIR  := $(CACHE_ROOT)/serve-fixtures-$(SERVE_FX_HASH)
@@ -338,7 +357,7 @@ shape-rule-fixtures: venv ## regenerate the committed shape-rule cases
 TEST_JOBS   ?= 3
 TEST_VENVS  := venv $(VENV)/.exports-stamp deploy-venv venv-xla venv-serve deploy-tools
 TEST_INPUTS := fixtures audit-refs lower-refs validate-refs conformance-cases recurrent-models \
-               libtpu profile-fixtures stablehlo-exports
+               libtpu profile-fixtures host-bound-traces stablehlo-exports
 TEST_RUNS   := e2e-port serve-conformance shard-verify-check
 
 test-steps: build lint test-build test-venvs $(TEST_INPUTS) $(TEST_RUNS)

@@ -5,9 +5,13 @@
 //! Memory does not grow with the file: the ops table is keyed by op name (capped), and only
 //! per-step records (step spans, data-loading spans, host-sync probes, compile spans) are kept,
 //! each list capped. Python-tracer events are matched to those records in a second pass over
-//! the file instead of being stored.
+//! the file instead of being stored; the TSL tracer's calls, written in time order per thread,
+//! are settled against their thread's dispatch in the first pass ([`lines`], for [`idle`]).
 
 mod event;
+mod idle;
+mod intervals;
+mod lines;
 pub(crate) mod scan;
 
 use std::collections::HashMap;
@@ -17,6 +21,8 @@ use serde::Serialize;
 
 use crate::frames::{self, Frame};
 use event::{Id, RawEvent, text};
+use intervals::{overlap, push_merged, union};
+use lines::{HostCall, Line};
 
 /// Most distinct op names tracked; later names are summed as `(other ops)`.
 const MAX_OPS: usize = 100_000;
@@ -24,8 +30,6 @@ const MAX_OPS: usize = 100_000;
 const MAX_RECORDS: usize = 1_000_000;
 /// Deepest `B`/`E` nesting tracked per thread.
 const MAX_BE_DEPTH: usize = 256;
-/// Most disjoint input intervals kept per gap between two steps.
-const MAX_GAP_INTERVALS: usize = 8;
 /// Most distinct thread and process ids interned.
 const MAX_IDS: usize = 1_000_000;
 
@@ -60,8 +64,16 @@ pub struct Step {
     pub start_us: f64,
     /// From this step's start to the next step's start (the last: its own length).
     pub dur_us: f64,
-    /// Time of this step spent in data loading (union of input spans inside it).
+    /// Time of this step spent in named data loading (the union of the input spans inside it)
+    /// while the device idled; all of it when the trace has no device timeline.
     pub input_us: f64,
+    /// Time of this step in which the device idled while the host ran something other than the
+    /// step's device work (a loader of any name, other Python), outside named data loading.
+    /// Zero without a device timeline or host step markers (see `idle`).
+    pub host_us: f64,
+    /// Device-busy time within the step, when the trace has a device timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_us: Option<f64>,
 }
 
 /// Time of one op name.
@@ -100,6 +112,21 @@ pub struct InputEvidence {
     pub loop_site: Option<Frame>,
     /// User functions running inside data loading, most time first: (frame, µs).
     pub functions: Vec<(Frame, f64)>,
+    /// The outermost Python calls on the step thread that ran while the device idled outside
+    /// the step's device work (the steps' `host_us`), most time first.
+    pub host_functions: Vec<HostFunction>,
+}
+
+/// A Python call that kept the host busy while the device idled.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostFunction {
+    /// The function (TSL frames name the file without its folder and the `def` line).
+    pub frame: Frame,
+    /// The line that called it (kineto's `CallFrom`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Frame>,
+    /// Device-idle time inside its calls, µs.
+    pub us: f64,
 }
 
 /// Compilation seen in the trace.
@@ -131,6 +158,10 @@ pub struct TraceSummary {
     pub step_marker: Option<String>,
     /// The steps, in time order.
     pub steps: Vec<Step>,
+    /// What the device timeline was read from (XLA ops, XLA:CPU program executions, GPU
+    /// kernels, or a CPU-only PyTorch trace's aten ops), when the trace has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_timeline: Option<String>,
     /// Data loading.
     pub input: InputEvidence,
     /// Where the op time below was measured.
@@ -292,13 +323,26 @@ pub(crate) struct Analyzer {
     graph_hashes: HashMap<String, u64>,
     python_events: u64,
     capped: Vec<&'static str>,
+    /// Device-busy intervals (see [`idle`]) and what they came from.
+    device_iv: Vec<(f64, f64)>,
+    device_kinds: Vec<&'static str>,
+    /// kineto `cpu_op` intervals: the device timeline of a CPU-only PyTorch trace.
+    cpu_op_iv: Vec<(f64, f64)>,
+    /// Host events that drive the device (dispatch, execute, wait, aten ops), per thread.
+    dispatch: Vec<Span>,
+    /// Per-thread dispatch and Python state (the host's calls outside the device work).
+    lines: HashMap<u64, Line>,
+    /// The step thread's Python calls are settled in pass two (kineto, or out of order).
+    host_calls_in_pass_two: bool,
+    /// The thread with the host step markers; its dispatch intervals, unioned.
+    step_thread: Option<u64>,
+    dispatch_iv: Vec<(f64, f64)>,
     // Pass two.
     frames: Vec<Frame>,
     frame_index: HashMap<Frame, u32>,
-    gaps: Vec<(Span, Vec<(f64, f64)>)>,
-    /// Input-like user Python functions seen in pass one: (thread, start, end, frame).
-    py_input: Vec<(u64, f64, f64, u32)>,
     input_fn_time: HashMap<u32, f64>,
+    /// Python calls on the step thread that touch no dispatch interval.
+    host_calls: Vec<HostCall>,
 }
 
 fn thread_key(pid: u32, tid: u32) -> u64 {
@@ -309,31 +353,37 @@ fn step_number(name: &str) -> Option<i64> {
     name.strip_prefix("ProfilerStep#").and_then(|n| n.parse().ok())
 }
 
-/// Whether a Python function name reads like data loading (used for frames between steps,
-/// where no loader event exists: a JAX loop over a Python generator).
-fn looks_like_input(func: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "batch",
-        "data",
-        "load",
-        "next",
-        "iter",
-        "fetch",
-        "read",
-        "prefetch",
-        "sample",
-        "shard",
-        "token",
-        "augment",
-        "transform",
-        "collate",
-        "getitem",
-        "input",
-        "queue",
-        "decode",
-    ];
-    let f = func.as_bytes();
-    WORDS.iter().any(|w| f.windows(w.len()).any(|win| win.eq_ignore_ascii_case(w.as_bytes())))
+/// Host events that drive the device: a call into the framework that dispatches, executes or
+/// waits for device work (`PjitFunction(…)`, `…Execute…`, `…Await…`, transfers back to the
+/// host, compiles), PyTorch ops (`cpu_op`), optimizer steps and CUDA runtime calls.
+fn is_dispatch(name: &str, cat: &str) -> bool {
+    matches!(cat, "cpu_op" | "cuda_runtime" | "cuda_driver")
+        || name.starts_with("Optimizer.")
+        || name.starts_with("PjitFunction")
+        || name.starts_with("PmapFunction")
+        || name.starts_with("XLAGraphExecutor::")
+        || name.contains("Execute")
+        || name.contains("Await")
+        || name.contains("BlockHostUntilReady")
+        || name.ends_with("::TransferFromDevice")
+        || name.ends_with("::ToLiteral")
+        || name.ends_with("Client::Compile")
+        || name == "backend_compile"
+}
+
+/// Whether a Python event is the profiler's own machinery (`StepTraceAnnotation.__init__`,
+/// `prof.step()`): never the user's host work.
+fn is_profiler_frame(name: &str) -> bool {
+    name.contains("profiler.py") || name.contains("/profiler/")
+}
+
+/// The thread with the most step markers of a kind (host or device), lowest id on a tie.
+fn marker_thread(marks: &[StepMark], host: bool) -> Option<u64> {
+    let mut per_thread: HashMap<u64, usize> = HashMap::new();
+    for m in marks.iter().filter(|m| m.host == host) {
+        *per_thread.entry(m.thread).or_default() += 1;
+    }
+    per_thread.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t)
 }
 
 fn push_capped<T>(v: &mut Vec<T>, x: T, capped: &mut Vec<&'static str>, what: &'static str) {
@@ -497,6 +547,59 @@ impl Analyzer {
         }
     }
 
+    /// Adds an event to the device timeline (device ops and program executions, GPU kernels;
+    /// host-to-device copies stay input), to the `cpu_op` timeline, and to its thread's
+    /// dispatch intervals.
+    fn timelines(&mut self, v: &View<'_>, key: u64, device_line: bool, device_proc: bool) {
+        let end = v.ts + v.dur;
+        let kind = if v.hlo_op.is_some() || device_line {
+            Some("XLA ops")
+        } else if v.name.starts_with("ThunkExecutor::Execute") {
+            Some("XLA:CPU program executions")
+        } else if matches!(v.cat, "kernel" | "gpu_memset")
+            || (v.cat == "gpu_memcpy" && !v.name.contains("HtoD"))
+        {
+            Some("GPU kernels and copies")
+        } else {
+            None
+        };
+        if let Some(kind) = kind
+            && v.dur > 0.0
+        {
+            if !self.device_kinds.contains(&kind) {
+                self.device_kinds.push(kind);
+            }
+            if !push_merged(&mut self.device_iv, v.ts, end, MAX_RECORDS)
+                && !self.capped.contains(&"device intervals")
+            {
+                self.capped.push("device intervals");
+            }
+        }
+        if v.cat == "cpu_op"
+            && v.dur > 0.0
+            && !push_merged(&mut self.cpu_op_iv, v.ts, end, MAX_RECORDS)
+            && !self.capped.contains(&"cpu_op intervals")
+        {
+            self.capped.push("cpu_op intervals");
+        }
+        if device_proc || !is_dispatch(v.name, v.cat) {
+            return;
+        }
+        let line = self.lines.entry(key).or_default();
+        line.dispatch(v.ts, end, MAX_RECORDS);
+        // Nested events (an op's sub-ops) extend their thread's last interval.
+        if let Some(last) = line.dispatch_last.and_then(|i| self.dispatch.get_mut(i))
+            && v.ts >= last.start
+            && v.ts <= last.end
+        {
+            last.end = last.end.max(end);
+            return;
+        }
+        let span = Span { thread: key, start: v.ts, end };
+        push_capped(&mut self.dispatch, span, &mut self.capped, "dispatch spans");
+        line.dispatch_last = Some(self.dispatch.len() - 1);
+    }
+
     fn complete(&mut self, v: &View<'_>) {
         let key = thread_key(v.pid, v.tid);
         let end = v.ts + v.dur;
@@ -504,6 +607,9 @@ impl Analyzer {
         self.last_end = self.last_end.max(end);
         let thread = self.thread_names.get(&key).map(String::as_str).unwrap_or("");
         let device_proc = self.is_device_proc(v.pid);
+        let (steps_line, xla_line) = (thread == "Steps", thread.starts_with("XLA"));
+        let ops_line = matches!(thread, "XLA Ops" | "Async XLA Ops");
+        let device_line = device_proc && (ops_line || thread == "XLA Modules");
 
         // Steps.
         if let Some(n) = step_number(v.name) {
@@ -518,7 +624,7 @@ impl Analyzer {
             push_capped(&mut self.marks, m, &mut self.capped, "steps");
             return;
         }
-        if thread == "Steps" {
+        if steps_line {
             let m = StepMark {
                 num: v.name.parse().ok().or_else(|| v.step_num.and_then(|s| s.parse().ok())),
                 thread: key,
@@ -534,7 +640,7 @@ impl Analyzer {
             && v.hlo_op.is_none()
             && !v.name.starts_with('$')
             && !device_proc
-            && !thread.starts_with("XLA")
+            && !xla_line
         {
             let m = StepMark {
                 num: s.parse().ok(),
@@ -548,28 +654,26 @@ impl Analyzer {
             return;
         }
 
-        // Python frames: those that read like data loading are kept for the gaps between step
-        // annotations; the others are matched to probes in pass two.
+        // Python frames: TSL calls are settled against the thread's dispatch here (see
+        // `lines`); kineto's, and the frames for probes, in pass two.
         if v.cat == "python_function" || v.name.starts_with('$') {
             self.python_events += 1;
-            let func =
-                v.name.split_once("): ").or_else(|| v.name.split_once(' ')).map_or("", |(_, f)| f);
-            if v.dur > 0.0
-                && looks_like_input(func)
-                && let Some(f) = frames::parse_tsl_function(v.name)
-                    .or_else(|| frames::parse_kineto_function(v.name))
-                && f.is_user()
-            {
-                let fid = self.frame_id(f);
-                push_capped(
-                    &mut self.py_input,
-                    (key, v.ts, end, fid),
-                    &mut self.capped,
-                    "Python input frames",
-                );
+            if v.cat == "python_function" {
+                let line = self.lines.entry(key).or_default();
+                line.python += 1;
+                line.kineto_python = true;
+            } else {
+                let call = (v.dur > 0.0 && !is_profiler_frame(v.name)).then(|| {
+                    let frame = frames::parse_tsl_function(v.name).map(|f| self.frame_id(f));
+                    HostCall { start: v.ts, end: v.ts + v.dur, frame, caller: None }
+                });
+                self.lines.entry(key).or_default().python(v.ts, call, MAX_RECORDS);
             }
             return;
         }
+
+        // The device timeline and the host's dispatch, for the idle time of each step.
+        self.timelines(v, key, device_line, device_proc);
 
         // Data loading.
         let input_kind = if v.name.starts_with("enumerate(DataLoader)") {
@@ -645,7 +749,7 @@ impl Analyzer {
 
         // Ops.
         let device_op = v.hlo_op.is_some()
-            || (device_proc && (thread == "XLA Ops" || thread == "Async XLA Ops"))
+            || (device_proc && ops_line)
             || matches!(v.cat, "kernel" | "gpu_memcpy" | "gpu_memset");
         if device_op {
             let name = v.hlo_op.unwrap_or(v.name);
@@ -667,13 +771,17 @@ impl Analyzer {
         }
     }
 
-    /// Whether a second pass over Python events would add anything.
+    /// Whether a second pass over Python events would add anything: frames for probes and
+    /// input spans, and the host's calls outside the device work on the step thread.
     fn wants_frames(&self) -> bool {
-        self.python_events > 0 && (!self.probes.is_empty() || !self.input_spans.is_empty())
+        self.python_events > 0
+            && (!self.probes.is_empty()
+                || !self.input_spans.is_empty()
+                || self.host_calls_in_pass_two)
     }
 
-    /// After pass one: closes open host ops, sorts records and finds the gaps between host step
-    /// annotations (where a Python-generator loader runs).
+    /// After pass one: closes open host ops, sorts records, and finds the thread with the host
+    /// step markers and its dispatch intervals.
     fn end_pass_one(&mut self) {
         let opens: Vec<Open> = self.open.drain().flat_map(|(_, v)| v).collect();
         for o in opens {
@@ -682,33 +790,34 @@ impl Analyzer {
         self.marks.sort_by(|a, b| a.start.total_cmp(&b.start));
         self.probes.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.ts.total_cmp(&b.ts)));
         self.input_spans.sort_by(|a, b| a.thread.cmp(&b.thread).then(a.start.total_cmp(&b.start)));
-        // Gaps: only between annotations that do not cover the whole iteration (TSL step
-        // annotations inside the loop body), never between `ProfilerStep#N` spans.
-        let host: Vec<&StepMark> =
-            self.marks.iter().filter(|m| m.host && m.label != "ProfilerStep#N").collect();
-        let mut gaps = Vec::new();
-        for w in host.windows(2) {
-            if w[1].start > w[0].end && w[0].thread == w[1].thread {
-                gaps.push((
-                    Span { thread: w[0].thread, start: w[0].end, end: w[1].start },
-                    Vec::new(),
-                ));
+        self.step_thread = marker_thread(&self.marks, true);
+        for line in self.lines.values_mut() {
+            line.settle(f64::INFINITY, MAX_RECORDS);
+            line.dispatch_last = None;
+        }
+        if let Some(line) = self.step_thread.and_then(|t| self.lines.get_mut(&t))
+            && line.python > 0
+        {
+            if line.kineto_python || line.unsorted {
+                self.host_calls_in_pass_two = true;
+            } else {
+                self.host_calls = std::mem::take(&mut line.calls);
+                if line.capped {
+                    self.capped.push("host calls");
+                }
             }
         }
-        gaps.sort_by(|a, b| a.0.thread.cmp(&b.0.thread).then(a.0.start.total_cmp(&b.0.start)));
-        // Input-like Python functions that run inside a gap are its data loading.
-        for &(key, ts, end, fid) in &self.py_input {
-            let i =
-                gaps.partition_point(|(g, _)| g.thread < key || (g.thread == key && g.start <= ts));
-            let Some((g, merged)) = i.checked_sub(1).and_then(|i| gaps.get_mut(i)) else {
-                continue;
-            };
-            if g.thread == key && ts >= g.start && end <= g.end {
-                add_interval(merged, ts, end);
-                *self.input_fn_time.entry(fid).or_default() += end - ts;
-            }
+        for line in self.lines.values_mut() {
+            line.calls = Vec::new();
         }
-        self.gaps = gaps;
+        let dispatch = std::mem::take(&mut self.dispatch);
+        self.dispatch_iv = union(
+            dispatch
+                .iter()
+                .filter(|d| Some(d.thread) == self.step_thread)
+                .map(|d| (d.start, d.end))
+                .collect(),
+        );
     }
 
     fn pass_two(
@@ -768,7 +877,25 @@ impl Analyzer {
             }
         }
 
-        // Time of user functions inside data-loading spans and inter-step gaps.
+        // Calls on the step thread that touch no dispatch interval: host work outside the
+        // device work. One nested in the previous call adds nothing.
+        if self.host_calls_in_pass_two
+            && Some(key) == self.step_thread
+            && end > ts
+            && !is_profiler_frame(e.name())
+        {
+            let i = self.dispatch_iv.partition_point(|x| x.1 <= ts);
+            let touches = self.dispatch_iv.get(i).is_some_and(|x| x.0 < end);
+            let nested = self.host_calls.last().is_some_and(|c| ts >= c.start && end <= c.end);
+            if !touches && !nested {
+                let frame = own.clone().map(|f| self.frame_id(f));
+                let caller = caller.clone().filter(Frame::is_user).map(|f| self.frame_id(f));
+                let call = HostCall { start: ts, end, frame, caller };
+                push_capped(&mut self.host_calls, call, &mut self.capped, "host calls");
+            }
+        }
+
+        // Time of user functions inside data-loading spans.
         if let Some(own) = own.filter(Frame::is_user) {
             let mut inside = 0.0;
             let lo = self
@@ -791,6 +918,38 @@ impl Analyzer {
         Ok(())
     }
 
+    /// The outermost host calls with their device-idle time, grouped by function and caller,
+    /// most time first (at most five).
+    fn host_functions(&mut self, host_iv: &[(f64, f64)]) -> Vec<HostFunction> {
+        let mut calls = std::mem::take(&mut self.host_calls);
+        calls.sort_by(|a, b| a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end)));
+        let mut time: HashMap<(u32, Option<u32>), f64> = HashMap::new();
+        let mut outer_end = f64::NEG_INFINITY;
+        for c in calls {
+            if c.end <= outer_end {
+                continue;
+            }
+            outer_end = c.end;
+            let us = overlap(host_iv, c.start, c.end);
+            if let Some(f) = c.frame
+                && us > 0.0
+            {
+                *time.entry((f, c.caller)).or_default() += us;
+            }
+        }
+        let mut out: Vec<HostFunction> = time
+            .into_iter()
+            .map(|((f, c), us)| HostFunction {
+                frame: self.frames[f as usize].clone(),
+                caller: c.map(|c| self.frames[c as usize].clone()),
+                us,
+            })
+            .collect();
+        out.sort_by(|a, b| b.us.total_cmp(&a.us).then_with(|| a.frame.cmp(&b.frame)));
+        out.truncate(5);
+        out
+    }
+
     fn finish(mut self, stats: scan::ScanStats, top: usize) -> TraceSummary {
         let producer = if self.kineto_keys {
             Producer::Kineto
@@ -803,12 +962,7 @@ impl Analyzer {
         // those, the thread (device line) with the most markers, so that several devices'
         // `Steps` lines or a second annotating thread do not interleave.
         let use_host = self.marks.iter().any(|m| m.host);
-        let mut per_thread: HashMap<u64, usize> = HashMap::new();
-        for m in self.marks.iter().filter(|m| m.host == use_host) {
-            *per_thread.entry(m.thread).or_default() += 1;
-        }
-        let thread =
-            per_thread.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
+        let thread = marker_thread(&self.marks, use_host);
         let marks: Vec<&StepMark> =
             self.marks.iter().filter(|m| m.host == use_host && Some(m.thread) == thread).collect();
         let step_marker = marks.first().map(|m| m.label.clone());
@@ -823,21 +977,35 @@ impl Analyzer {
                 start_us: m.start,
                 dur_us: (end - m.start).max(0.0),
                 input_us: 0.0,
+                host_us: 0.0,
+                device_us: None,
             });
         }
-        // Input time per step: named input spans and input-like frames in gaps, each unioned.
-        let mut input_iv: Vec<(f64, f64)> =
-            self.input_spans.iter().map(|s| (s.start, s.end)).collect();
-        for (_, merged) in &self.gaps {
-            input_iv.extend(merged.iter().copied());
-        }
-        let input_iv = union(input_iv);
-        if self.gaps.iter().any(|(_, m)| !m.is_empty()) {
-            self.input_kinds.push("Python functions between steps".to_owned());
-        }
-        for s in &mut steps {
-            s.input_us = overlap(&input_iv, s.start_us, s.start_us + s.dur_us);
-        }
+        // Where the device idles in each step and what the host does meanwhile.
+        let (device, device_timeline) = if !self.device_iv.is_empty() {
+            (union(std::mem::take(&mut self.device_iv)), Some(self.device_kinds.join(", ")))
+        } else if producer == Producer::Kineto && !self.cpu_op_iv.is_empty() {
+            let label = "aten ops (a CPU-only PyTorch trace: the CPU is the device)";
+            (union(std::mem::take(&mut self.cpu_op_iv)), Some(label.to_owned()))
+        } else {
+            (Vec::new(), None)
+        };
+        let named = union(self.input_spans.iter().map(|s| (s.start, s.end)).collect());
+        let frames_on_step_thread =
+            self.step_thread.and_then(|t| self.lines.get(&t)).is_some_and(|l| l.python > 0);
+        let evidence = frames_on_step_thread
+            .then(|| union(self.host_calls.iter().map(|c| (c.start, c.end)).collect()));
+        let host_iv = idle::account(
+            &mut steps,
+            &idle::Timelines {
+                device: &device,
+                named: &named,
+                dispatch: &self.dispatch_iv,
+                evidence: evidence.as_deref(),
+                host_steps: use_host && thread == self.step_thread,
+            },
+        );
+        let host_functions = self.host_functions(&host_iv);
 
         let mut functions: Vec<(Frame, f64)> = self
             .input_fn_time
@@ -922,7 +1090,8 @@ impl Analyzer {
             span_us: self.first_ts.map_or(0.0, |f| (self.last_end - f).max(0.0)),
             step_marker,
             steps,
-            input: InputEvidence { kinds: self.input_kinds, loop_site, functions },
+            device_timeline,
+            input: InputEvidence { kinds: self.input_kinds, loop_site, functions, host_functions },
             op_domain,
             op_total_us,
             top_ops: ops,
@@ -931,39 +1100,6 @@ impl Analyzer {
             notes,
         }
     }
-}
-
-/// Adds `[a, b)` to a small sorted list of disjoint intervals (merging; capped at
-/// [`MAX_GAP_INTERVALS`] entries, beyond which the last one is widened to cover the rest).
-fn add_interval(v: &mut Vec<(f64, f64)>, a: f64, b: f64) {
-    v.push((a, b));
-    let merged = union(std::mem::take(v));
-    *v = merged;
-    if v.len() > MAX_GAP_INTERVALS {
-        let tail = v.split_off(MAX_GAP_INTERVALS - 1);
-        let lo = tail.first().map_or(a, |t| t.0);
-        let hi = tail.iter().map(|t| t.1).fold(b, f64::max);
-        v.push((lo, hi));
-    }
-}
-
-/// Sorted disjoint union of intervals.
-fn union(mut v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    v.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut out: Vec<(f64, f64)> = Vec::with_capacity(v.len());
-    for (a, b) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
-}
-
-/// Length of `[lo, hi)` covered by sorted disjoint intervals.
-fn overlap(iv: &[(f64, f64)], lo: f64, hi: f64) -> f64 {
-    let start = iv.partition_point(|x| x.1 <= lo);
-    iv[start..].iter().take_while(|x| x.0 < hi).map(|x| (x.1.min(hi) - x.0.max(lo)).max(0.0)).sum()
 }
 
 /// Spans not nested inside another span of the same thread.
@@ -1025,6 +1161,15 @@ pub(crate) fn read_trace(
     Ok(a.finish(stats, top))
 }
 
+/// Reads a trace held in a string (tests).
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+pub(crate) fn read_str(json: &str) -> TraceSummary {
+    let owned = json.to_owned();
+    read_trace(move || Ok(Box::new(std::io::Cursor::new(owned.clone().into_bytes()))), 1 << 20, 10)
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -1032,24 +1177,7 @@ mod tests {
     use super::*;
 
     fn read(json: &str) -> TraceSummary {
-        let owned = json.to_owned();
-        read_trace(
-            move || Ok(Box::new(std::io::Cursor::new(owned.clone().into_bytes()))),
-            1 << 20,
-            10,
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn intervals() {
-        let u = union(vec![(5.0, 7.0), (1.0, 3.0), (2.0, 4.0)]);
-        assert_eq!(u, vec![(1.0, 4.0), (5.0, 7.0)]);
-        assert_eq!(overlap(&u, 3.0, 6.0), 2.0);
-        let mut v = Vec::new();
-        add_interval(&mut v, 1.0, 2.0);
-        add_interval(&mut v, 1.5, 3.0);
-        assert_eq!(v, vec![(1.0, 3.0)]);
+        read_str(json)
     }
 
     #[test]
@@ -1097,6 +1225,37 @@ mod tests {
         assert_eq!(t.steps[0].dur_us, 100.0);
         assert_eq!(t.op_domain, Some(OpDomain::Device));
         assert_eq!((t.top_ops[0].name.as_str(), t.top_ops[0].count), ("fusion.1", 4));
+    }
+
+    #[test]
+    fn host_work_in_time_order_or_not() {
+        // Two steps: dispatch, device work on another thread, then a 60 µs loader call.
+        let events = [
+            r#"{"ph":"X","pid":1,"tid":1,"ts":0,"dur":30,"name":"train","args":{"step_num":"0"}}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"PjitFunction(step)"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":10,"dur":20,"name":"CommonPjRtBuffer::Await"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":35,"dur":60,"name":"$train.py:7 pull"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":36,"dur":50,"name":"$time sleep"}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":100,"dur":30,"name":"train","args":{"step_num":"1"}}"#,
+            r#"{"ph":"X","pid":1,"tid":1,"ts":101,"dur":5,"name":"PjitFunction(step)"}"#,
+            r#"{"ph":"X","pid":1,"tid":2,"ts":8,"dur":20,"name":"fusion","args":{"hlo_op":"fusion"}}"#,
+            r#"{"ph":"X","pid":1,"tid":2,"ts":108,"dur":20,"name":"fusion","args":{"hlo_op":"fusion"}}"#,
+        ];
+        let trace = |order: &[usize]| {
+            let body: Vec<&str> = order.iter().map(|&i| events[i]).collect();
+            read(&format!(
+                r#"{{"metadata":{{"highres-ticks":true}},"traceEvents":[{}]}}"#,
+                body.join(",")
+            ))
+        };
+        // In time order (settled in pass one) and with the loader written last (pass two).
+        for t in [trace(&[0, 1, 2, 3, 4, 5, 6, 7, 8]), trace(&[0, 1, 2, 5, 6, 7, 8, 3, 4])] {
+            assert_eq!(t.steps.len(), 2);
+            assert_eq!((t.steps[0].host_us, t.steps[0].device_us), (60.0, Some(20.0)));
+            assert_eq!(t.steps[1].host_us, 0.0);
+            let f = &t.input.host_functions[0];
+            assert_eq!((f.frame.file.as_str(), f.frame.line, f.us), ("train.py", 7, 60.0));
+        }
     }
 
     #[test]
