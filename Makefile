@@ -190,7 +190,7 @@ man: build ## man pages from the clap definitions into target/man/
 # ---------------------------------------------------------------------------------------------
 ### Generated test inputs (make test makes all but findings-fixtures and shape-rule-fixtures)
 
-.PHONY: fixtures clean-fixtures stablehlo-exports validate-refs lower-refs audit-refs recurrent-models conformance-cases profile-fixtures host-bound-traces serve-fixtures libtpu findings-fixtures shape-rule-fixtures
+.PHONY: fixtures clean-fixtures stablehlo-exports validate-refs lower-refs audit-refs recurrent-models conformance-cases profile-fixtures host-bound-traces wheel-models serve-fixtures libtpu findings-fixtures shape-rule-fixtures
 
 # The exported models (torch, JAX, small ONNX) with their frameworks' own numbers.
 FIX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat $(TESTDATA)/fixtures/*.py; } 2>/dev/null | sha256sum | cut -c1-16)
@@ -299,6 +299,19 @@ host-bound-traces: $(HBT_DIR)/.done ## recorded host-bound and clean loops for p
 	@ln -sfn $(HBT_DIR) $(HBT_LINK)
 	@$(call prune,host-bound-traces,$(HBT_HASH))
 
+# Trained detectors with symbolic spatial dims from a PyPI wheel (rapidocr-onnxruntime's PP-OCRv4
+# text detector and direction classifier, sha256-checked, about 5 MB) for audit's partial-count
+# tests (crates/tpuport/tests/audit_unbound.rs). Needs only pip; keyed by the script.
+WHEEL_MODELS_HASH := $(shell cat $(TESTDATA)/wheel_models.py 2>/dev/null | sha256sum | cut -c1-16)
+WHEEL_MODELS_DIR  := $(CACHE_ROOT)/wheel-models-$(WHEEL_MODELS_HASH)
+export TPUPORT_WHEEL_MODELS := $(WHEEL_MODELS_DIR)
+
+$(WHEEL_MODELS_DIR)/meta.json: | $(VPY)
+	cd /tmp && $(abspath $(VPY)) $(abspath $(TESTDATA)/wheel_models.py) --out $(WHEEL_MODELS_DIR) >/dev/null
+
+wheel-models: $(WHEEL_MODELS_DIR)/meta.json ## trained detectors with symbolic H/W from a PyPI wheel
+	@$(call prune,wheel-models,$(WHEEL_MODELS_HASH))
+
 # The served model repository (JAX MLP at buckets 1,4,8 and a model per datatype).
 SERVE_FX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat $(TESTDATA)/serve_fixtures.py; } 2>/dev/null | sha256sum | cut -c1-16)
 SERVE_FX_DIR  := $(CACHE_ROOT)/serve-fixtures-$(SERVE_FX_HASH)
@@ -357,7 +370,7 @@ shape-rule-fixtures: venv ## regenerate the committed shape-rule cases
 TEST_JOBS   ?= 3
 TEST_VENVS  := venv $(VENV)/.exports-stamp deploy-venv venv-xla venv-serve deploy-tools
 TEST_INPUTS := fixtures audit-refs lower-refs validate-refs conformance-cases recurrent-models \
-               libtpu profile-fixtures host-bound-traces stablehlo-exports
+               libtpu profile-fixtures host-bound-traces stablehlo-exports wheel-models
 TEST_RUNS   := e2e-port serve-conformance shard-verify-check
 
 test-steps: build lint test-build test-venvs $(TEST_INPUTS) $(TEST_RUNS)
@@ -367,7 +380,7 @@ ifdef IN_MAKE_TEST
 lint: | build
 test-build: | lint
 $(FIX_DIR)/.done $(EXP_DIR)/.done $(PROF_DIR)/.done $(SERVE_FX_DIR)/.done audit-refs \
-  recurrent-models conformance-cases libtpu $(TEST_RUNS): | test-venvs
+  recurrent-models conformance-cases libtpu $(WHEEL_MODELS_DIR)/meta.json $(TEST_RUNS): | test-venvs
 endif
 
 test-build: ## compile every test binary (cargo test --no-run)

@@ -83,6 +83,9 @@ pub struct ChipRoofline {
 pub struct RooflineReport {
     /// One entry per chip with a peak and a bandwidth.
     pub chips: Vec<ChipRoofline>,
+    /// Set when ops were not counted for unbound dims: the entries are estimates from what was
+    /// counted, not a step time or a throughput, and the text report does not print them.
+    pub withheld: Option<String>,
 }
 
 fn peak_for(chip: &Chip, dtype: Option<DType>) -> Option<f64> {

@@ -93,6 +93,12 @@ pub struct Metadata {
     /// Free-form key/value metadata from the file (ONNX `metadata_props`, safetensors
     /// `__metadata__`, MLIR module attributes).
     pub properties: Vec<(String, String)>,
+    /// Documentation strings the file carries, each with where it was found (`model`, `graph`,
+    /// `input x`): ONNX `doc_string`s of the model, the main graph and its inputs. Exporters
+    /// sometimes state the example shape there; `tpuport audit` reads it as a hint for the
+    /// `--dim` to give.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub docs: Vec<(String, String)>,
 }
 
 /// Severity of an import note.

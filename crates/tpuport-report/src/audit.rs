@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use tpuport_analysis::audit::AuditReport;
+use tpuport_analysis::audit::{AuditReport, Unbound};
 use tpuport_analysis::compiler_check::CompilerCheck;
 use tpuport_analysis::findings::Severity;
 
@@ -160,7 +160,15 @@ fn summary(o: &mut String, r: &AuditReport) {
         if let Some(c) = &r.compiler {
             let _ = writeln!(o, "  {}", compiler_line(c));
         }
-        let _ = writeln!(o, "  fits on {fits} ({chip})");
+        let _ = writeln!(
+            o,
+            "  fits on {fits} ({chip}){}",
+            if r.summary.unbound.is_some() {
+                "; activations of unbound shapes are not counted"
+            } else {
+                ""
+            }
+        );
         if let (Some(s), Some(sps)) = (r.summary.step_s, r.summary.samples_per_s) {
             let _ = writeln!(
                 o,
@@ -169,10 +177,34 @@ fn summary(o: &mut String, r: &AuditReport) {
                 rate(sps)
             );
         }
-        if let Some(why) = &r.summary.samples_per_s_refused {
+        if let Some(why) = &r.summary.samples_per_s_refused
+            && r.summary.unbound.is_none()
+        {
             let _ = writeln!(o, "  samples/s not given: {why}");
         }
     }
+    if let Some(u) = &r.summary.unbound {
+        unbound(o, u);
+    } else {
+        flops(o, r);
+    }
+    let count = |l: Severity| r.findings.iter().filter(|f| f.severity == l).count();
+    let (errors, warnings, infos) =
+        (count(Severity::Error), count(Severity::Warning), count(Severity::Info));
+    let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings, {infos} info");
+    if r.summary.top_fixes.is_empty() {
+        let _ = writeln!(o, "  nothing to fix");
+    } else {
+        let _ = writeln!(o, "  top things to fix:");
+        for (i, f) in r.summary.top_fixes.iter().enumerate() {
+            let code = f.code.as_ref().map(|c| format!("[{c}] ")).unwrap_or_default();
+            let _ = writeln!(o, "    {}. {code}{}", i + 1, f.text);
+        }
+    }
+}
+
+/// The FLOP total of a full count.
+fn flops(o: &mut String, r: &AuditReport) {
     let t = &r.cost.totals;
     let _ = writeln!(
         o,
@@ -187,17 +219,38 @@ fn summary(o: &mut String, r: &AuditReport) {
             format!(" at the module's batch {}", r.module_batch)
         }
     );
-    let count = |l: Severity| r.findings.iter().filter(|f| f.severity == l).count();
-    let (errors, warnings, infos) =
-        (count(Severity::Error), count(Severity::Warning), count(Severity::Info));
-    let _ = writeln!(o, "  findings: {errors} errors, {warnings} warnings, {infos} info");
-    if r.summary.top_fixes.is_empty() {
-        let _ = writeln!(o, "  nothing to fix");
-    } else {
-        let _ = writeln!(o, "  top things to fix:");
-        for (i, f) in r.summary.top_fixes.iter().enumerate() {
-            let code = f.code.as_ref().map(|c| format!("[{c}] ")).unwrap_or_default();
-            let _ = writeln!(o, "    {}. {code}{}", i + 1, f.text);
+}
+
+/// A partial count: what is withheld, the dims to bind, the flags and the model's hint.
+fn unbound(o: &mut String, u: &Unbound) {
+    let _ = writeln!(
+        o,
+        "  no step time, samples/s, bound or FLOP total: {} of {} ops have unbound shapes and were not counted",
+        u.ops_uncounted, u.ops
+    );
+    if u.dims.is_empty() {
+        let _ = writeln!(
+            o,
+            "  their shapes depend on values computed in the graph, not on an input's dims: no flag binds them"
+        );
+        return;
+    }
+    let _ = writeln!(o, "  unbound dims: {}", u.dims_text());
+    match (&u.flags, &u.hint) {
+        (Some(f), Some(h)) => {
+            let _ = writeln!(o, "  bind them: {f}  (sizes from the model's {h})");
+        }
+        (Some(f), None) => {
+            let _ = writeln!(
+                o,
+                "  bind them: {f}  (no size hint found in the model's metadata or doc strings: N is the size you will run at)"
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(
+                o,
+                "  a StableHLO module's shapes cannot be bound here: export it with static shapes"
+            );
         }
     }
 }
@@ -220,6 +273,9 @@ fn findings(o: &mut String, r: &AuditReport, paint: Paint) {
 }
 
 fn cost(o: &mut String, r: &AuditReport, paint: Paint) {
+    if let Some(why) = &r.cost.partial {
+        let _ = writeln!(o, "  partial count: {why}; the figures below are what was counted");
+    }
     let t = &r.cost.totals;
     let mut tab = table(paint, [Column::left(""), Column::right("value")]);
     tab.row(["FLOPs (XLA convention)".to_owned(), si(t.flops)]);
@@ -435,6 +491,10 @@ fn layout(o: &mut String, r: &AuditReport, paint: Paint) {
 }
 
 fn roofline(o: &mut String, r: &AuditReport, paint: Paint) {
+    if let Some(why) = &r.roofline.withheld {
+        let _ = writeln!(o, "  not estimated: {why}");
+        return;
+    }
     let mut tab = table(
         paint,
         [

@@ -135,6 +135,10 @@ fn layout(p: &Passes<'_>, fixes: &mut Vec<Fix>) {
 }
 
 fn roofline(p: &Passes<'_>, fixes: &mut Vec<Fix>) {
+    // A partial count says nothing about the bound.
+    if p.unbound.is_some() {
+        return;
+    }
     let Some(r) = p.head_roofline() else { return };
     if r.bound != "memory" {
         return;

@@ -19,9 +19,12 @@ mod batch;
 mod compiler;
 mod fit;
 mod fixes;
+mod hints;
 mod notes;
+mod unbound;
 
 pub(crate) use fixes::gib;
+pub use unbound::{DimAt, Unbound, UnboundDim};
 
 /// Version of the JSON schema of [`AuditReport`]; bump on any incompatible change.
 pub const SCHEMA: &str = "tpuport.audit/1";
@@ -147,12 +150,19 @@ pub struct Summary {
     pub chip: Option<String>,
     /// Smallest slice of that generation that fits (replicated, else sharded).
     pub fits_on: Option<String>,
-    /// Estimated step latency on one chip of that generation, seconds.
+    /// Estimated step latency on one chip of that generation, seconds (`None` when the count
+    /// is partial: see `withheld`).
     pub step_s: Option<f64>,
-    /// Estimated samples/s on one chip (`None` when a sanity check refused the figure).
+    /// Estimated samples/s on one chip (`None` when a sanity check refused the figure, or the
+    /// count is partial).
     pub samples_per_s: Option<f64>,
     /// Why samples/s is not given, when a sanity check refused it.
     pub samples_per_s_refused: Option<String>,
+    /// Why the step time, samples/s, bound and FLOP total are not given: ops were not counted
+    /// for unbound dims (`unbound` says which and how to bind them). `None` on a full count.
+    pub withheld: Option<String>,
+    /// The unbound dims behind a partial count and the flags that bind them.
+    pub unbound: Option<Unbound>,
     /// For `--slice`: `replicated`, `sharded` (fits only with state sharded), or `no`.
     pub slice_fit: Option<String>,
     /// Up to five things to fix, most important first.
@@ -170,6 +180,9 @@ pub struct CostSection {
     pub top_ops: Vec<OpCost>,
     /// Notes (uncounted ops, loop trip counts).
     pub notes: Vec<String>,
+    /// Set when ops were not counted for unbound dims: the totals are what was counted, a
+    /// lower bound (`summary.withheld` says why).
+    pub partial: Option<String>,
 }
 
 /// The full report.
@@ -251,6 +264,8 @@ struct Passes<'a> {
     head: Option<String>,
     /// Why samples/s is not given.
     refused: Option<String>,
+    /// Ops not counted for unbound dims.
+    unbound: Option<Unbound>,
 }
 
 impl Passes<'_> {
@@ -288,6 +303,7 @@ pub fn audit(
         .unwrap_or_else(|| roles::assign(model, &RoleOptions::default()).unwrap_or_default());
     let holding = batch::Holding::of(model);
     let cost = cost::analyze_with_weights(model, &holding.resident(&roles));
+    let unbound = unbound::check(model, &cost, holding.stablehlo);
     let mxu_ops = cost.ops.iter().filter(|o| o.class.runs_on_mxu()).count() as u64;
     let memory =
         memory::analyze_with_roles(model, &chips, opts.workload, opts.optimizer, mxu_ops, &roles);
@@ -297,7 +313,8 @@ pub fn audit(
     let scale = batch as f64 / module_batch as f64;
     let mut layout = layout::analyze(model, &cost, &chips, &memory.param_names);
     let compiler = compiler::check(opts, &chips, &mut layout, &memory);
-    let roofline = roofline::analyze_scaled(&cost, &chips, module_batch, batch, opts.workload);
+    let mut roofline = roofline::analyze_scaled(&cost, &chips, module_batch, batch, opts.workload);
+    roofline.withheld = unbound.as_ref().map(Unbound::reason);
     let fits: Vec<SliceFit> = chips
         .iter()
         .filter_map(|c| {
@@ -311,7 +328,10 @@ pub fn audit(
         .iter()
         .find(|c| Some(&c.chip) == head.as_ref())
         .map(|c| (c.samples_per_s, c.peak_flops));
-    let refused = notes::sanity(&cost, &roles, holding.by_args, module_batch, head_peak);
+    let refused = match &unbound {
+        Some(u) => Some(u.reason()),
+        None => notes::sanity(&cost, &roles, holding.by_args, module_batch, head_peak),
+    };
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(&b.code)));
     let p = Passes {
         model,
@@ -329,17 +349,20 @@ pub fn audit(
         module_batch,
         head,
         refused,
+        unbound,
     };
     let summary = Summary {
         chip: p.head.clone(),
         fits_on: p.head_fit().and_then(|f| f.replicated.clone().or_else(|| f.sharded.clone())),
-        step_s: p.head_roofline().map(|r| r.step_s),
+        step_s: if p.unbound.is_some() { None } else { p.head_roofline().map(|r| r.step_s) },
         samples_per_s: if p.refused.is_some() {
             None
         } else {
             p.head_roofline().map(|r| r.samples_per_s)
         },
         samples_per_s_refused: p.refused.clone(),
+        withheld: p.unbound.as_ref().map(Unbound::reason),
+        unbound: p.unbound.clone(),
         slice_fit: fit::slice_fit(opts, &p.fits),
         top_fixes: fixes::top_fixes(&p),
     };
@@ -377,6 +400,7 @@ pub fn audit(
             by_class: p.cost.by_class,
             top_ops,
             notes: p.cost.notes,
+            partial: p.unbound.as_ref().map(Unbound::reason),
         },
         layout: p.layout,
         memory: p.memory,

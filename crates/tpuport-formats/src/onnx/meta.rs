@@ -24,6 +24,19 @@ pub(crate) fn metadata(m: &ModelProto, graph: &Graph) -> Metadata {
         m.metadata_props.iter().map(|p| (p.key.clone(), p.value.clone())).collect();
     let (framework, exporter) = guess(m, graph);
     let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    let mut docs: Vec<(String, String)> = Vec::new();
+    let mut doc = |at: String, text: &str| {
+        if !text.trim().is_empty() {
+            docs.push((at, text.to_owned()));
+        }
+    };
+    doc("model".to_owned(), &m.doc_string);
+    if let Some(g) = &m.graph {
+        doc("graph".to_owned(), &g.doc_string);
+        for i in &g.input {
+            doc(format!("input {}", i.name), &i.doc_string);
+        }
+    }
     Metadata {
         producer: nonempty(&m.producer_name),
         producer_version: nonempty(&m.producer_version),
@@ -33,6 +46,7 @@ pub(crate) fn metadata(m: &ModelProto, graph: &Graph) -> Metadata {
         framework,
         exporter,
         properties,
+        docs,
     }
 }
 
