@@ -42,7 +42,7 @@ prune = find $(CACHE_ROOT) -maxdepth 1 -name '$(1)-*' ! -name '$(1)-$(2)' -exec 
 # ---------------------------------------------------------------------------------------------
 ### Start here
 
-.PHONY: help demo test
+.PHONY: help demo test check
 help: ## this list
 	@awk 'BEGIN {FS = ":.*## "} /^### / {printf "\n%s\n", substr($$0, 5)} \
 	  /^[a-zA-Z0-9_-]+:.*## / {printf "  make %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -79,48 +79,94 @@ test: ## the whole suite: every generated input, end-to-end run and cargo test
 	$(CARGO) test --workspace --locked
 	@lib=$${TPUPORT_LIBTPU:-$(LIBTPU_SO)}; test -n "$$lib" || echo "$(LIBTPU_NONE)"
 
+# The contributors' inner loop: fmt, clippy and every test that needs no generated input, under
+# cargo-nextest's `check` profile (.config/nextest.toml lists the test binaries it leaves to
+# `make test`). Every generated-input variable points at a path that does not exist, so a test
+# that starts needing one fails here instead of passing on a warm cache. .venv gets only the
+# packages those tests import (CHECK_PKGS, at base.txt's pins).
+CHECK_PKGS := numpy|ml_dtypes|onnx|onnxruntime|xla-cpu-pjrt
+CHECK_NONE := $(CURDIR)/.cache/check-has-no-generated-inputs
+CHECK_ENV  := $(foreach v,FIXTURES RECURRENT STABLEHLO_EXPORTS WHEEL_MODELS VALIDATE_REFS \
+                PROFILE_FIXTURES LOWER_REFS HOST_BOUND_TRACES AUDIT_REFS CONFORMANCE_DIR,TPUPORT_$(v)=$(CHECK_NONE))
+check: $(VENV)/.check-stamp lint ## fmt, clippy, every test needing no generated input (the inner loop)
+	env $(CHECK_ENV) $(CARGO) nextest run --workspace --locked --profile check
+
+$(VENV)/.check-stamp: | $(VPY)
+	$(PIP_LOCK) $(VPY) -m pip install -q $$(grep -E '^($(CHECK_PKGS))==' $(REQS))
+	@touch $@
+
 # ---------------------------------------------------------------------------------------------
 # Python environments. .venv: fixture generators and baselines (never a runtime dependency of
 # tpuport); .venv-xla: torch_xla; .venv-serve: serve's clients; .venv-peers: Triton, MLServer.
+#
+# .venv and .venv-xla (about 8 and 7 GB: torch's CUDA wheels) live under $(CACHE_ROOT), keyed by
+# the hash of every pin installed into them, and the clone holds a link: a second clone on the
+# machine (CI's) links the same environment instead of installing GBs again, and a pin change
+# gets a new one (the old is pruned). Every stamp lives inside its environment, so it holds for
+# exactly that set of pins. A .venv that is a real folder (made before this) is left as it is.
 # ---------------------------------------------------------------------------------------------
 ### Python environments
 
-$(VPY):
-	$(PY) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
+# The exporters of stablehlo_exports.py, on top of base.txt (none moves the jax pin). keras-hub
+# --no-deps: its declared tensorflow-text pulls the full tensorflow next to tensorflow-cpu.
+EXP_REQS    := scripts/requirements/exports.txt
+KERAS_HUB   := keras-hub==0.32.0
+DEPLOY_REQS := scripts/requirements/deploy.txt
+WHEEL_REQS  := scripts/requirements/wheel.txt
+XLA_PINS    := torch==2.9.0 torch_xla==2.9.0
+XLA_TV_PIN  := torchvision==0.24.0
 
-$(VENV)/.stamp: $(REQS) | $(VPY)
+# Links $(1) to $(2), first creating $(2) as a venv with a current pip when it is missing or was
+# left half-made ($(2)/.made), then prunes the other $(3)-* environments ($(4): this one's hash).
+define venv_link
+	@mkdir -p $(CACHE_ROOT)
+	@test -f $(2)/.made || { rm -rf $(2) && $(PY) -m venv $(2) \
+	  && $(2)/bin/python -m pip install -q --upgrade pip && touch $(2)/.made; }
+	@if [ -e $(1) ] && [ ! -L $(1) ]; then echo "$(1) is a folder, not a link: using it as it is"; \
+	  else ln -sfn $(2) $(1); fi
+	@$(call prune,$(3),$(4))
+endef
+
+VENV_HASH := $(shell { cat $(REQS) $(EXP_REQS) $(DEPLOY_REQS) $(WHEEL_REQS); echo $(KERAS_HUB); $(PY) -V; } 2>/dev/null | sha256sum | cut -c1-16)
+VENV_DIR  := $(CACHE_ROOT)/venv-base-$(VENV_HASH)
+XLA_HASH  := $(shell { echo $(XLA_PINS) $(XLA_TV_PIN); $(PY) -V; } 2>/dev/null | sha256sum | cut -c1-16)
+XLA_DIR   := $(CACHE_ROOT)/venv-xla-$(XLA_HASH)
+# A link to another pin set is re-pointed before any rule reads through it.
+_ := $(shell for p in "$(VENV):$(VENV_DIR)" ".venv-xla:$(XLA_DIR)"; do l=$${p%%:*}; d=$${p#*:}; \
+       test -L $$l && test "$$(readlink $$l)" != "$$d" && ln -sfn $$d $$l; done; true)
+
+$(VPY):
+	$(call venv_link,$(VENV),$(VENV_DIR),venv-base,$(VENV_HASH))
+
+$(VENV)/.stamp: | $(VPY)
 	$(PIP_LOCK) $(VPY) -m pip install -q -r $(REQS)
 	@touch $@
 
-# The exporters of stablehlo_exports.py, on top of base.txt (none moves the jax pin). keras-hub
-# --no-deps: its declared tensorflow-text pulls the full tensorflow next to tensorflow-cpu.
-EXP_REQS  := scripts/requirements/exports.txt
-KERAS_HUB := keras-hub==0.32.0
-$(VENV)/.exports-stamp: $(VENV)/.stamp $(EXP_REQS)
+$(VENV)/.exports-stamp: $(VENV)/.stamp
 	$(PIP_LOCK) $(VPY) -m pip install -q -r $(EXP_REQS)
 	$(PIP_LOCK) $(VPY) -m pip install -q --no-deps $(KERAS_HUB)
 	@touch $@
 
 # `tpuport deploy`'s offline manifest validation (scripts/tools/validate_manifests.py):
 # kubernetes-validate and jsonschema.
-DEPLOY_REQS := scripts/requirements/deploy.txt
-$(VENV)/.deploy-stamp: $(VENV)/.stamp $(DEPLOY_REQS)
+$(VENV)/.deploy-stamp: $(VENV)/.stamp
 	$(PIP_LOCK) $(VPY) -m pip install -q -r $(DEPLOY_REQS)
 	@touch $@
 
 # torch_xla 2.9.0 needs torch 2.9.0, the project venv has a newer torch: a second venv (multi-GB),
 # with the torchvision that pairs with it for the corpus scripts e2e-port runs.
 VENV_XLA := .venv-xla
-$(VENV_XLA)/.stamp:
-	@test -x $(VENV_XLA)/bin/python || $(PY) -m venv $(VENV_XLA)
-	$(VENV_XLA)/bin/pip install -q torch==2.9.0 torch_xla==2.9.0 numpy \
-	  || { echo "error: could not install torch==2.9.0 torch_xla==2.9.0 into $(VENV_XLA): the torch_xla e2e part cannot run"; exit 2; }
+$(VENV_XLA)/bin/python:
+	$(call venv_link,$(VENV_XLA),$(XLA_DIR),venv-xla,$(XLA_HASH))
+
+$(VENV_XLA)/.stamp: | $(VENV_XLA)/bin/python
+	$(VENV_XLA)/bin/python -m pip install -q $(XLA_PINS) numpy \
+	  || { echo "error: could not install $(XLA_PINS) into $(VENV_XLA): the torch_xla e2e part cannot run"; exit 2; }
 	@touch $@
 
 $(VENV_XLA)/.stamp-torchvision: $(VENV_XLA)/.stamp
-	$(VENV_XLA)/bin/pip install -q torchvision==0.24.0 \
-	  || { echo "error: could not install torchvision==0.24.0 into $(VENV_XLA)"; exit 2; }
+	$(VENV_XLA)/bin/python -m pip install -q $(XLA_TV_PIN) \
+	  || { echo "error: could not install $(XLA_TV_PIN) into $(VENV_XLA)"; exit 2; }
 	@touch $@
 
 # `tpuport serve`'s clients (tritonclient, schemathesis): their pins may clash with jax/torch.
@@ -420,7 +466,7 @@ shard-verify-check: venv $(VENV)/.exports-stamp build libtpu ## shard --verify v
 .PHONY: demo-build demo-inputs
 
 DEMO_PKGS := numpy|onnxruntime|xla-cpu-pjrt
-$(VENV)/.demo-stamp: $(REQS) | $(VPY)
+$(VENV)/.demo-stamp: | $(VPY)
 	$(PIP_LOCK) $(VPY) -m pip install -q $$(grep -E '^($(DEMO_PKGS))==' $(REQS))
 	@touch $@
 
@@ -550,8 +596,7 @@ conformance: venv build ## ONNX backend test cases through tpuport lower on the 
 
 .PHONY: wheel wheel-tools wheel-install wheel-uninstall test-wheel
 
-WHEEL_REQS := scripts/requirements/wheel.txt
-$(VENV)/.wheel-stamp: $(VENV)/.stamp $(WHEEL_REQS)
+$(VENV)/.wheel-stamp: $(VENV)/.stamp
 	$(PIP_LOCK) $(VPY) -m pip install -q -r $(WHEEL_REQS)
 	@touch $@
 
