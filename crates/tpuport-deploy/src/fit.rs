@@ -136,6 +136,32 @@ impl FitVerdict {
     }
 }
 
+/// Ok when the models of one repository fit together: they share every chip, so their
+/// weights add up, next to the largest batch share of any of them. `path` and `slice` are
+/// shown in the refusal.
+///
+/// # Errors
+/// [`DeployError::DoesNotFit`].
+pub fn require_together(fits: &[FitVerdict], path: &str, slice: &str) -> Result<(), DeployError> {
+    let Some(first) = fits.first() else { return Ok(()) };
+    if fits.len() < 2 {
+        return Ok(());
+    }
+    let chips = u64::from(first.chips.max(1));
+    let state: u64 = fits.iter().map(|f| f.state_bytes).sum();
+    let share = fits.iter().map(|f| f.batch_bytes.div_ceil(chips)).max().unwrap_or(0);
+    if state + share <= first.hbm_budget {
+        return Ok(());
+    }
+    Err(DeployError::DoesNotFit(format!(
+        "{path}: the {} models together do not fit {slice}: {} of weights on every chip plus up to {} of batch, {} of HBM per chip; serve fewer models per replica or deploy them separately",
+        fits.len(),
+        gib(state),
+        gib(share),
+        gib(first.hbm_budget)
+    )))
+}
+
 #[allow(clippy::cast_precision_loss, reason = "display")]
 fn gib(b: u64) -> String {
     format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30))

@@ -163,6 +163,28 @@ pub fn check_name(field: &str, name: &str) -> Result<(), DeployError> {
     }
 }
 
+/// A name that passes [`check_name`], derived from a file stem or folder name (`raw`):
+/// lower-cased, each run of other characters one `-`, prefixed `tpuport-` (`tpuport-m` before a
+/// digit), at most 40 characters.
+#[must_use]
+pub fn name_from(raw: &str) -> String {
+    let mut out = String::new();
+    for c in raw.to_ascii_lowercase().chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_matches('-');
+    let out = if out.starts_with(|c: char| c.is_ascii_lowercase()) {
+        format!("tpuport-{out}")
+    } else {
+        format!("tpuport-m{out}")
+    };
+    out.chars().take(40).collect::<String>().trim_end_matches('-').to_owned()
+}
+
 /// Every resource for `spec`, in apply order.
 ///
 /// # Errors
@@ -620,4 +642,18 @@ fn train(spec: &DeploySpec, t: &TrainSpec) -> Result<Vec<Manifest>, DeployError>
         },
     });
     Ok(vec![Manifest::new("jobset.yaml", jobset)])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn derived_names_pass_the_check() {
+        let long = "a".repeat(60);
+        for raw in ["ResNet50_v2", "1st model", "---", long.as_str(), "ocr_rec"] {
+            let n = super::name_from(raw);
+            assert!(super::check_name("--name", &n).is_ok(), "{raw:?} -> {n:?}");
+        }
+        assert_eq!(super::name_from("ResNet50_v2"), "tpuport-resnet50-v2");
+        assert_eq!(super::name_from("1st model"), "tpuport-m1st-model");
+    }
 }

@@ -45,7 +45,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{ExecError, Result};
 
@@ -169,7 +169,7 @@ fn one() -> String {
 }
 
 /// The program behind a model.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ModelSource {
     /// A `tpuport lower` output folder: `manifest.json`, one module per bucket,
@@ -181,13 +181,13 @@ pub enum ModelSource {
     /// One StableHLO module per bucket; weights from a safetensors file.
     Stablehlo {
         /// The weights file (optional when no argument is a weight).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
         /// Bucket size → module file.
         modules: BTreeMap<String, String>,
         /// Each module argument: `input:NAME` or `weight:NAME` (default: every argument is an
         /// input named `input0`, `input1`, …).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         args: Vec<String>,
     },
     /// An ONNX model lowered at start, once per bucket.

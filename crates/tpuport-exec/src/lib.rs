@@ -48,7 +48,7 @@ pub use config::ModelConfig;
 pub use error::{ExecError, Result};
 pub use model::{CacheUse, ExeSource, LoadMetrics, Model, NoMetrics, TensorSig};
 pub use module::{Module, Param, RuntimeOptions};
-pub use open::{OpenOptions, client, open_model};
+pub use open::{EntryDraft, OpenOptions, client, draft_entry, open_model};
 pub use repo::Repository;
 pub use statics::{StaticLowering, Statics};
 pub use target::Target;

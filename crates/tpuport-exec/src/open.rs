@@ -60,9 +60,117 @@ pub fn open_model(path: &Path, client: &Client, opts: &OpenOptions) -> Result<Ar
 
 fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan> {
     let real = path.canonicalize().map_err(|e| ExecError::file(path, e))?;
+    let parent = real.parent().unwrap_or(Path::new("/"));
+    if real.is_dir() && crate::config::is_entry(&real) {
+        let file_name = real.file_name().map(|n| n.to_string_lossy().into_owned());
+        return Repository::open(parent)?.plan(&file_name.unwrap_or_default());
+    }
+    let d = draft(path, &real, buckets, data_args)?;
+    Repository::open(&d.base)?.plan_with(&d.name, d.config, &d.base)
+}
+
+/// A model-repository entry drafted for a model that is not in one (a `tpuport lower` folder, a
+/// StableHLO module with its weights file, an ONNX model): the `config.toml` [`open_model`]
+/// runs it with, and the files that config names. `tpuport deploy` copies the files into a
+/// new entry folder and writes the config next to them.
+#[derive(Clone, Debug)]
+pub struct EntryDraft {
+    /// The model's name: the file's stem or the folder's name (`model` when that is not a
+    /// valid model name).
+    pub name: String,
+    /// The config; its paths are relative to [`EntryDraft::base`].
+    pub config: ModelConfig,
+    /// The source's folder, canonical.
+    pub base: PathBuf,
+    /// Every file the config names, relative to `base` (a lowered folder's manifest, modules
+    /// and weights), each checked to stay inside `base` after following symlinks.
+    pub files: Vec<String>,
+}
+
+impl EntryDraft {
+    /// The entry's `config.toml`: the model source and, for an ONNX model, its buckets.
+    ///
+    /// # Errors
+    /// When the config cannot be written as TOML (not expected for a drafted one).
+    pub fn config_toml(&self, source: &Path) -> Result<String> {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            version: &'a str,
+            model: &'a ModelSource,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            batching: Option<Buckets<'a>>,
+        }
+        #[derive(serde::Serialize)]
+        struct Buckets<'a> {
+            buckets: &'a [u64],
+        }
+        let buckets = &self.config.batching.buckets;
+        let doc = Doc {
+            version: &self.config.version,
+            model: &self.config.model,
+            batching: (!buckets.is_empty()).then_some(Buckets { buckets }),
+        };
+        let body = toml::to_string(&doc).map_err(|e| ExecError::config(source, e.to_string()))?;
+        Ok(format!(
+            "# A model-repository entry written by `tpuport deploy` for {}\n# (format: the doc of \
+             tpuport-exec's config module, or `tpuport serve --help`).\n{body}",
+            source.display()
+        ))
+    }
+}
+
+impl EntryDraft {
+    /// Writes the entry into `dir` (created): each file copied to its relative path, then
+    /// `config.toml`, each file atomically (a failed copy leaves no partial file). Returns the
+    /// paths written, `config.toml` last.
+    ///
+    /// # Errors
+    /// A file that cannot be read or written (named).
+    pub fn write(&self, dir: &Path, source: &Path) -> Result<Vec<PathBuf>> {
+        let toml = self.config_toml(source)?;
+        std::fs::create_dir_all(dir).map_err(|e| ExecError::file(dir, e))?;
+        let mut written = Vec::new();
+        for rel in &self.files {
+            let (from, to) = (self.base.join(rel), dir.join(rel));
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| ExecError::file(parent, e))?;
+            }
+            let mut src = std::fs::File::open(&from).map_err(|e| ExecError::file(&from, e))?;
+            tpuport_model::fs::write_atomic(&to, |f| std::io::copy(&mut src, f).map(|_| ()))
+                .map_err(|e| ExecError::file(&to, e))?;
+            written.push(to);
+        }
+        let cfg = dir.join(crate::config::CONFIG_FILE);
+        tpuport_model::fs::write_atomic_bytes(&cfg, toml.as_bytes())
+            .map_err(|e| ExecError::file(&cfg, e))?;
+        written.push(cfg);
+        Ok(written)
+    }
+}
+
+/// Drafts the repository entry of the model at `path`: a `tpuport lower` folder, a StableHLO
+/// module (its weight arguments from the safetensors file next to it, bound by the argument
+/// roles as [`open_model`] binds them) or an ONNX model (at `opts.buckets`, default `[8]`).
+///
+/// # Errors
+/// A model-repository entry or repository (nothing to draft), a path of another kind, a file a
+/// lowered manifest names that is missing or outside its folder, or an unbindable module.
+pub fn draft_entry(path: &Path, opts: &OpenOptions) -> Result<EntryDraft> {
+    let real = path.canonicalize().map_err(|e| ExecError::file(path, e))?;
+    if real.is_dir() && crate::config::is_entry(&real) {
+        return Err(ExecError::config(path, "already a model-repository entry (config.toml)"));
+    }
+    let mut d = draft(path, &real, &opts.buckets, &opts.data_args)?;
+    if !crate::repo::valid_model_name(&d.name) {
+        "model".clone_into(&mut d.name);
+    }
+    Ok(d)
+}
+
+fn draft(path: &Path, real: &Path, buckets: &[u64], data_args: &[String]) -> Result<EntryDraft> {
     let name =
         real.file_stem().map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
-    let parent = real.parent().unwrap_or(Path::new("/"));
+    let base = real.parent().unwrap_or(Path::new("/")).to_path_buf();
     let file_name = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let cfg = |model: ModelSource, buckets: Vec<u64>| ModelConfig {
         version: "1".to_owned(),
@@ -73,58 +181,93 @@ fn plan_path(path: &Path, buckets: &[u64], data_args: &[String]) -> Result<Plan>
         executables: None,
         image: None,
     };
-    if real.is_dir() {
-        let repo = Repository::open(parent)?;
-        if crate::config::is_entry(&real) {
-            return repo.plan(&file_name);
+    let (config, files) = if real.is_dir() {
+        if !real.join("manifest.json").is_file() {
+            return Err(ExecError::config(
+                path,
+                "a folder model needs a config.toml (model-repository entry) or a manifest.json \
+                 (`tpuport lower` output)",
+            ));
         }
-        if real.join("manifest.json").is_file() {
-            let c = cfg(ModelSource::Lowered { path: file_name.clone() }, Vec::new());
-            return repo.plan_with(&name, c, parent);
+        let art = tpuport_formats::lowered::Artifact::open(real)
+            .map_err(|e| ExecError::config(real, e.to_string()))?;
+        let mut files = vec!["manifest.json".to_owned()];
+        files.extend(art.manifest.buckets.iter().map(|b| b.module.clone()));
+        files.extend(art.manifest.weights_file.clone());
+        let files = files.into_iter().map(|f| format!("{file_name}/{f}")).collect();
+        (cfg(ModelSource::Lowered { path: file_name.clone() }, Vec::new()), files)
+    } else {
+        let ext = real.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match ext {
+            "onnx" => {
+                let b = if buckets.is_empty() { vec![8] } else { buckets.to_vec() };
+                let files = onnx_files(real, &base, &file_name)?;
+                (cfg(ModelSource::Onnx { path: file_name.clone() }, b), files)
+            }
+            "mlir" | "mlirbc" => {
+                let model = tpuport_formats::open(real, &tpuport_formats::ImportOptions::default())
+                    .map_err(|e| ExecError::config(real, e.to_string()))?;
+                let weights = weights_file(real);
+                let store = match &weights {
+                    Some(w) => Some(read_store(w)?),
+                    None => None,
+                };
+                let bound = args_by_roles(
+                    real,
+                    &model,
+                    data_args,
+                    weights.as_deref().zip(store.as_ref().map(|m| &m.weights)),
+                )?;
+                let modules = BTreeMap::from([(bound.batch.to_string(), file_name.clone())]);
+                let wpath = bound
+                    .has_weights
+                    .then(|| {
+                        weights
+                            .and_then(|w| w.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    })
+                    .flatten();
+                let mut files = vec![file_name.clone()];
+                files.extend(wpath.clone());
+                let c =
+                    cfg(ModelSource::Stablehlo { path: wpath, modules, args: bound.args }, vec![]);
+                (c, files)
+            }
+            _ => {
+                return Err(ExecError::config(
+                    path,
+                    "not a model: give a `tpuport lower` folder, a model-repository entry, a \
+                     StableHLO module (.mlir, .mlirbc) or an ONNX model (.onnx)",
+                ));
+            }
         }
-        return Err(ExecError::config(
-            path,
-            "a folder model needs a config.toml (model-repository entry) or a manifest.json \
-             (`tpuport lower` output)",
-        ));
+    };
+    let confined = Repository::open(&base)?;
+    for f in &files {
+        confined.confine(&base, f)?;
     }
-    let ext = real.extension().and_then(|e| e.to_str()).unwrap_or("");
-    match ext {
-        "onnx" => {
-            let b = if buckets.is_empty() { vec![8] } else { buckets.to_vec() };
-            let repo = Repository::open(parent)?;
-            repo.plan_with(&name, cfg(ModelSource::Onnx { path: file_name }, b), parent)
+    Ok(EntryDraft { name, config, base, files })
+}
+
+/// An ONNX model's file and the external data files its initializers name, relative to `base`
+/// (the model's folder); the importer has refused any that leaves it.
+fn onnx_files(real: &Path, base: &Path, file_name: &str) -> Result<Vec<String>> {
+    use tpuport_model::WeightData;
+    let model = tpuport_formats::open(real, &tpuport_formats::ImportOptions::default())
+        .map_err(|e| ExecError::config(real, e.to_string()))?;
+    let mut files = vec![file_name.to_owned()];
+    for w in model.weights.iter() {
+        let (WeightData::Mapped { path, .. } | WeightData::File { path, .. }) = &w.data else {
+            continue;
+        };
+        let real_data = path.canonicalize().map_err(|e| ExecError::file(path.as_path(), e))?;
+        if let Ok(rel) = real_data.strip_prefix(base) {
+            let rel = rel.to_string_lossy().into_owned();
+            if !files.contains(&rel) {
+                files.push(rel);
+            }
         }
-        "mlir" | "mlirbc" => {
-            let model = tpuport_formats::open(&real, &tpuport_formats::ImportOptions::default())
-                .map_err(|e| ExecError::config(&real, e.to_string()))?;
-            let weights = weights_file(&real);
-            let store = match &weights {
-                Some(w) => Some(read_store(w)?),
-                None => None,
-            };
-            let bound = args_by_roles(
-                &real,
-                &model,
-                data_args,
-                weights.as_deref().zip(store.as_ref().map(|m| &m.weights)),
-            )?;
-            let modules = BTreeMap::from([(bound.batch.to_string(), file_name)]);
-            let path = bound
-                .has_weights
-                .then(|| {
-                    weights.and_then(|w| w.file_name().map(|n| n.to_string_lossy().into_owned()))
-                })
-                .flatten();
-            let c = cfg(ModelSource::Stablehlo { path, modules, args: bound.args }, Vec::new());
-            Repository::open(parent)?.plan_with(&name, c, parent)
-        }
-        _ => Err(ExecError::config(
-            path,
-            "not a model: give a `tpuport lower` folder, a model-repository entry, a StableHLO \
-             module (.mlir, .mlirbc) or an ONNX model (.onnx)",
-        )),
     }
+    Ok(files)
 }
 
 /// The safetensors file holding a StableHLO module's weight arguments: `<stem>.safetensors`
@@ -274,4 +417,60 @@ pub(crate) fn args_by_roles(
         args.push(format!("weight:{key}"));
     }
     Ok(RoleBinding { args, batch, has_weights: !resident.is_empty() })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    /// A drafted config reads back as the same source and buckets through the reader `tpuport
+    /// serve` uses (every kind, with and without the optional fields).
+    #[test]
+    fn drafted_configs_read_back_as_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sources = [
+            (ModelSource::Lowered { path: "lin".into() }, vec![]),
+            (ModelSource::Onnx { path: "m.onnx".into() }, vec![2, 4]),
+            (
+                ModelSource::Stablehlo {
+                    path: Some("w.safetensors".into()),
+                    modules: BTreeMap::from([("8".into(), "m.mlir".into())]),
+                    args: vec!["weight:w".into(), "input:input0".into()],
+                },
+                vec![],
+            ),
+            (
+                ModelSource::Stablehlo {
+                    path: None,
+                    modules: BTreeMap::from([("1".into(), "a b.mlir".into())]),
+                    args: vec![],
+                },
+                vec![],
+            ),
+        ];
+        for (model, buckets) in sources {
+            let d = EntryDraft {
+                name: "m".into(),
+                config: ModelConfig {
+                    version: "1".into(),
+                    model,
+                    inputs: Vec::new(),
+                    outputs: Vec::new(),
+                    batching: Batching { buckets, ..Batching::default() },
+                    executables: None,
+                    image: None,
+                },
+                base: tmp.path().to_path_buf(),
+                files: Vec::new(),
+            };
+            let text = d.config_toml(Path::new("src")).unwrap();
+            let f = tmp.path().join("config.toml");
+            std::fs::write(&f, &text).unwrap();
+            let back = ModelConfig::read(&f).unwrap();
+            assert_eq!(format!("{:?}", back.model), format!("{:?}", d.config.model), "{text}");
+            assert_eq!(back.batching.buckets, d.config.batching.buckets, "{text}");
+        }
+    }
 }

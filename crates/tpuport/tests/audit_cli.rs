@@ -8,18 +8,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::tpuport;
+use common::{audit_json, tpuport};
 
 fn small() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/audit_small.mlir")
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["--format", "json", "audit"];
-    all.extend_from_slice(args);
-    let o = tpuport(&all);
-    assert_eq!(o.code, 0, "audit {args:?}: {}", o.stderr);
-    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", o.stdout))
 }
 
 /// Exit 2 and one `error:` line containing every needle.
@@ -39,7 +31,7 @@ fn rejected(args: &[&str], needles: &[&str]) {
 #[test]
 fn json_report_has_schema_and_sections() {
     let p = small();
-    let r = json(&[p.to_str().unwrap()]);
+    let r = audit_json(&[p.to_str().unwrap()]);
     assert_eq!(r["schema"], "tpuport.audit/1");
     for k in ["summary", "findings", "cost", "layout", "memory", "fits", "roofline"] {
         assert!(r.get(k).is_some(), "missing section {k}");
@@ -55,7 +47,7 @@ fn json_report_has_schema_and_sections() {
 #[test]
 fn slice_restricts_to_one_generation_and_gives_a_verdict() {
     let p = small();
-    let r = json(&[
+    let r = audit_json(&[
         p.to_str().unwrap(),
         "--slice",
         "v6e-8",
@@ -108,7 +100,7 @@ fn cannot_run_exits_2_with_one_line() {
 fn jax_fixture_flops_match_xla_through_the_binary() {
     let dir = common::fixtures().join("jax/cnn_b8");
     let meta = common::meta(&dir);
-    let r = json(&[dir.join("jit.mlir").to_str().unwrap()]);
+    let r = audit_json(&[dir.join("jit.mlir").to_str().unwrap()]);
     let ours = r["cost"]["totals"]["flops"].as_f64().unwrap();
     let xla = meta["xla"]["flops"].as_f64().unwrap();
     assert!((ours - xla).abs() / xla < 0.02, "tpuport {ours} vs XLA {xla}");
@@ -132,7 +124,7 @@ print(json.dumps({'flops': ca['flops'], 'transcendentals': ca['transcendentals']
 ";
     let out = tpuport_testkit::run_python(code, &[p.to_str().unwrap()]);
     let xla: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let r = json(&[p.to_str().unwrap()]);
+    let r = audit_json(&[p.to_str().unwrap()]);
     let ours = r["cost"]["totals"]["flops"].as_f64().unwrap();
     let want = xla["flops"].as_f64().unwrap();
     assert!((ours - want).abs() / want < 0.001, "tpuport {ours} vs XLA {want}");
@@ -172,7 +164,7 @@ fn ops_without_a_lowering_are_findings() {
     let data =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tpuport-analysis/tests/data/findings");
     let codes = |file: &str| -> Vec<(String, String)> {
-        let r = json(&[data.join(file).to_str().unwrap()]);
+        let r = audit_json(&[data.join(file).to_str().unwrap()]);
         r["findings"]
             .as_array()
             .unwrap()

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::tpuport;
+use common::{audit_json, tpuport};
 
 /// `make wheel-models`' folder (`$TPUPORT_WHEEL_MODELS`, else the newest cached one).
 fn models() -> PathBuf {
@@ -22,14 +22,6 @@ fn audit(args: &[&str]) -> String {
     let o = tpuport(&all);
     assert_eq!(o.code, 0, "audit {args:?}: {}", o.stderr);
     o.stdout
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["--format", "json", "audit"];
-    all.extend_from_slice(args);
-    let o = tpuport(&all);
-    assert_eq!(o.code, 0, "audit {args:?}: {}", o.stderr);
-    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", o.stdout))
 }
 
 /// The text between a section's title and the next one.
@@ -70,7 +62,7 @@ fn a_detector_with_symbolic_height_and_width_gets_no_figures_but_the_dims_to_bin
     assert!(roofline.lines().nth(1).unwrap().starts_with("  not estimated: "), "{roofline}");
 
     // JSON: the withheld figures are null, each with its reason; the dims and flags are there.
-    let r = json(&args);
+    let r = audit_json(&args);
     let s = &r["summary"];
     assert!(s["step_s"].is_null() && s["samples_per_s"].is_null(), "{s}");
     let why = s["withheld"].as_str().unwrap();
@@ -93,7 +85,7 @@ fn a_detector_with_symbolic_height_and_width_gets_no_figures_but_the_dims_to_bin
     let mut bound: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     bound.extend(flags.replace("=N", "=640").split(' ').map(str::to_owned));
     let bound: Vec<&str> = bound.iter().map(String::as_str).collect();
-    let r = json(&bound);
+    let r = audit_json(&bound);
     let s = &r["summary"];
     assert!(s["withheld"].is_null() && s["unbound"].is_null(), "{s}");
     assert!(s["step_s"].as_f64().unwrap() > 0.0 && s["samples_per_s"].as_f64().unwrap() > 0.0);
@@ -113,7 +105,7 @@ fn unnamed_dims_are_bound_with_an_input_shape() {
     let summary = section(&audit(&args), "Summary").to_owned();
     assert!(summary.contains("unbound dims: ? (x dim 2), ? (x dim 3)"), "{summary}");
     assert!(summary.contains("bind them: --input-shape x=8x3xNxN"), "{summary}");
-    let r = json(&[
+    let r = audit_json(&[
         cls,
         "--batch",
         "8",
@@ -170,7 +162,7 @@ fn an_exporters_recorded_image_size_is_offered_as_the_dim() {
         ),
         "{summary}"
     );
-    let r = json(&[p, "--batch", "8", "--compiler", "none"]);
+    let r = audit_json(&[p, "--batch", "8", "--compiler", "none"]);
     let dims = r["summary"]["unbound"]["dims"].as_array().unwrap();
     assert_eq!((dims[0]["hint"].as_u64(), dims[1]["hint"].as_u64()), (Some(736), Some(1280)));
 }

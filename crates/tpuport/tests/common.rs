@@ -73,6 +73,16 @@ pub fn tpuport(args: &[&str]) -> Out {
     output(command().args(args))
 }
 
+/// Runs `tpuport --format json audit <args>` and parses the report; panics with stderr when it
+/// exits non-zero.
+pub fn audit_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--format", "json", "audit"];
+    all.extend_from_slice(args);
+    let o = tpuport(&all);
+    assert_eq!(o.code, 0, "audit {args:?}: {}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", o.stdout))
+}
+
 /// Runs `tpuport --format json inspect <path> <extra>` and parses the report; panics with
 /// stderr when it fails.
 pub fn inspect_json(path: &Path, extra: &[&str]) -> serde_json::Value {

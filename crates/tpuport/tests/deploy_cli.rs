@@ -236,3 +236,126 @@ fn a_model_path_that_leaves_the_repository_is_refused() {
     }
     assert!(!out.exists());
 }
+
+/// The files under `dir`, relative, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_model_outside_a_repository_is_deployed_with_the_entry_written_for_it() {
+    // An ONNX file with external data, --serve: the entry holds the model, its data file and a
+    // config.toml that `tpuport serve` loads at the buckets asked for.
+    let tmp = tempfile::tempdir().unwrap();
+    let fx = common::fixtures().join("onnx_small");
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for f in ["external_data.onnx", "external_data.bin"] {
+        std::fs::copy(fx.join(f), src.join(f)).unwrap();
+    }
+    let onnx = src.join("external_data.onnx");
+    let out = tmp.path().join("o");
+    let o = deploy(&[
+        onnx.to_str().unwrap(),
+        "--gke",
+        "--serve",
+        "--slice",
+        "v5e-1",
+        "--buckets",
+        "2,4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let report: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(report["repository"]["model"], "external_data");
+    let entry = out.join("repository/external_data");
+    assert_eq!(tree(&entry), ["config.toml", "external_data.bin", "external_data.onnx"]);
+    assert_eq!(report["repository"]["files"].as_array().unwrap().len(), 3);
+    // The autoscaler reads the queue depth of that model.
+    let hpa = std::fs::read_to_string(out.join("horizontalpodautoscaler.yaml")).unwrap();
+    assert!(hpa.contains("external_data"), "{hpa}");
+    let mut child = common::command()
+        .args(["serve", out.join("repository").to_str().unwrap(), "--port", "0", "--no-cache"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (addr, lines, _err) = common::wait_ready(&mut child);
+    let (st, meta) = common::http(&addr, "GET", "/v2/models/external_data", "");
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("model external_data loaded") && l.contains("buckets [2, 4]")),
+        "{lines:?}"
+    );
+    assert_eq!(st, 200, "{meta}");
+
+    // A `tpuport lower` folder, --batch: a `kind = "lowered"` entry with the manifest, every
+    // bucket's module and the weights; the Job runs that model.
+    let lowered = tmp.path().join("lin_lowered");
+    let o = common::tpuport(&[
+        "lower",
+        onnx.to_str().unwrap(),
+        "--input-shape",
+        "X=Bx16",
+        "--batch",
+        "1,8",
+        "-o",
+        lowered.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let out = tmp.path().join("o2");
+    let o = deploy(&[
+        lowered.to_str().unwrap(),
+        "--gke",
+        "--batch",
+        "--slice",
+        "v5e-1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let entry = out.join("repository/lin_lowered");
+    let mut want: Vec<String> = tree(&lowered).iter().map(|f| format!("lin_lowered/{f}")).collect();
+    want.push("config.toml".to_owned());
+    want.sort();
+    assert_eq!(tree(&entry), want);
+    let cfg = std::fs::read_to_string(entry.join("config.toml")).unwrap();
+    assert!(cfg.contains("kind = \"lowered\"") && cfg.contains("path = \"lin_lowered\""), "{cfg}");
+    let job = std::fs::read_to_string(out.join("job.yaml")).unwrap();
+    assert!(job.contains("/lin_lowered"), "{job}");
+
+    // A file that is no model: one line, exit 2, nothing written.
+    let bad = src.join("notes.txt");
+    std::fs::write(&bad, "x").unwrap();
+    let out = tmp.path().join("o3");
+    let o = deploy(&[
+        bad.to_str().unwrap(),
+        "--gke",
+        "--serve",
+        "--slice",
+        "v5e-1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(o.stderr.trim().lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("notes.txt") && o.stderr.contains("not a model"), "{}", o.stderr);
+    assert!(!out.exists());
+}

@@ -1,6 +1,8 @@
 //! `tpuport deploy MODEL_OR_REPO --gke --slice S --serve|--batch|--train -o DIR`: Kubernetes
 //! manifests for a GKE TPU slice, after the audit says the model fits it. Parses flags, finds
-//! the programs to check, calls `tpuport-deploy`, writes the files atomically.
+//! the programs to check, calls `tpuport-deploy`, writes the files atomically. A model that is
+//! not in a repository (a `tpuport lower` folder, a StableHLO module with its weights, an ONNX
+//! file) gets the repository entry it is deployed as, written under `DIR/repository/`.
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +13,8 @@ use tpuport_analysis::Workload as AuditWorkload;
 use tpuport_deploy::fit::{self, FitVerdict};
 use tpuport_deploy::gke::{self, Placement};
 use tpuport_deploy::manifest::{self, BatchSpec, DeploySpec, ServeSpec, TrainSpec, Workload};
-use tpuport_exec::Repository;
 use tpuport_exec::config::{self, CONFIG_FILE, ModelConfig, ModelSource};
+use tpuport_exec::{EntryDraft, OpenOptions, Repository};
 
 use crate::cli::{Format, GlobalArgs};
 use crate::commands::Status;
@@ -25,8 +27,10 @@ const SCHEMA: &str = "tpuport.deploy/1";
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("mode").required(true).args(["serve", "batch", "train"])))]
 pub(crate) struct DeployArgs {
-    /// A model repository (`tpuport serve`'s layout), one model folder with `config.toml`, or a
-    /// model file (ONNX, StableHLO).
+    /// A model repository (`tpuport serve`'s layout), one model folder with `config.toml`, a
+    /// `tpuport lower` folder, or a model file (ONNX, StableHLO with its weights next to it).
+    /// For `--serve` (and `--batch` of a lower folder) a model not in a repository gets its
+    /// repository entry written under `OUTPUT/repository/`.
     pub(crate) model: PathBuf,
     /// Emit Kubernetes manifests for Google Kubernetes Engine (the only target so far).
     #[arg(long, required = true)]
@@ -62,6 +66,9 @@ pub(crate) struct DeployArgs {
     /// Batch size the fit is checked at (default: the largest bucket, else the model's own).
     #[arg(long, value_name = "N")]
     pub(crate) batch_size: Option<u64>,
+    /// Buckets of the entry written for an ONNX file (default 8).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub(crate) buckets: Vec<u64>,
     /// Serve: replicas (slices) at least.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub(crate) min_replicas: u32,
@@ -117,6 +124,17 @@ struct Report {
     placement: Placement,
     fit: Vec<FitVerdict>,
     files: Vec<Written>,
+    /// The repository entry written for a model that was not in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repository: Option<EntryWritten>,
+}
+
+/// `DIR/repository/MODEL/`: the entry written, and its files.
+#[derive(Debug, Serialize)]
+struct EntryWritten {
+    path: String,
+    model: String,
+    files: Vec<String>,
 }
 
 /// A program to check for fit: the file, and the batch its figures are for.
@@ -138,13 +156,19 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
     } else {
         ("train", AuditWorkload::Train)
     };
-    if a.serve && (a.model.is_file() || config::is_entry(&a.model)) {
+    if a.serve && config::is_entry(&a.model) {
         bail!(
             "{}: --serve needs a model repository (a folder of model folders, each with a config.toml), as `tpuport serve` does",
             a.model.display()
         );
     }
-    let programs = programs(&a.model, a.batch_size)?;
+    let draft = drafted(a)?;
+    let programs = match &draft {
+        Some(d) => {
+            vec![program_of(&d.config, a.batch_size, Some(&d.name), &|r| Ok(d.base.join(r)))?]
+        }
+        None => programs(&a.model, a.batch_size)?,
+    };
     let mut fits = Vec::new();
     for prog in &programs {
         let model = tpuport_formats::open(
@@ -161,27 +185,13 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
         fits.push(verdict);
     }
     // Models of one repository share every chip: their weights add up.
-    if fits.len() > 1 {
-        let chips = u64::from(slice.chips.max(1));
-        let state: u64 = fits.iter().map(|f| f.state_bytes).sum();
-        let share = fits.iter().map(|f| f.batch_bytes.div_ceil(chips)).max().unwrap_or(0);
-        let budget = fits.first().map_or(0, |f| f.hbm_budget);
-        if state + share > budget {
-            let gib = |b: u64| format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30));
-            bail!(
-                "{}: the {} models together do not fit {}: {} of weights on every chip plus up to {} of batch, {} of HBM per chip; serve fewer models per replica or deploy them separately",
-                a.model.display(),
-                fits.len(),
-                a.slice,
-                gib(state),
-                gib(share),
-                gib(budget)
-            );
-        }
-    }
+    fit::require_together(&fits, &a.model.display().to_string(), &a.slice)?;
     let name = match &a.name {
         Some(n) => n.clone(),
-        None => default_name(&a.model),
+        None => {
+            let stem = if a.model.is_file() { a.model.file_stem() } else { a.model.file_name() };
+            manifest::name_from(&stem.map(|s| s.to_string_lossy()).unwrap_or_default())
+        }
     };
     let spec = DeploySpec {
         models_pvc: a.models_pvc.clone().unwrap_or_else(|| format!("{name}-models")),
@@ -207,7 +217,10 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
             })
         } else if a.batch {
             Workload::Batch(BatchSpec {
-                model: batch_model_path(&a.model, &programs)?,
+                model: match &draft {
+                    Some(d) => d.name.clone(),
+                    None => batch_model_path(&a.model, &programs)?,
+                },
                 input: a.input.clone(),
                 output: a.batch_output.clone(),
                 data_pvc: a.data_pvc.clone().unwrap_or_else(|| format!("{name}-data")),
@@ -232,7 +245,16 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
             .with_context(|| format!("writing {}", path.display()))?;
         files.push(Written { path: path.display().to_string(), manifest: m });
     }
-    let report = Report { schema: SCHEMA, mode, placement, fit: fits, files };
+    let repository = match &draft {
+        Some(d) => {
+            let dir = a.output.join("repository").join(&d.name);
+            let written = d.write(&dir, &a.model)?;
+            let files = written.iter().map(|f| f.display().to_string()).collect();
+            Some(EntryWritten { path: dir.display().to_string(), model: d.name.clone(), files })
+        }
+        None => None,
+    };
+    let report = Report { schema: SCHEMA, mode, placement, fit: fits, files, repository };
     match g.format {
         Format::Json => p.json(&report)?,
         Format::Text => {
@@ -247,6 +269,16 @@ pub(crate) fn run(a: &DeployArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result
                 s.push_str(&format!(
                     "wrote {} ({} {})\n",
                     w.path, w.manifest.kind, w.manifest.name
+                ));
+            }
+            if let Some(r) = &report.repository {
+                s.push_str(&format!(
+                    "wrote {} (model-repository entry `{}`, {} files): copy {} into the volume {}\n",
+                    r.path,
+                    r.model,
+                    r.files.len(),
+                    a.output.join("repository").display(),
+                    spec.models_pvc
                 ));
             }
             p.data(&s);
@@ -281,9 +313,7 @@ fn programs(path: &Path, batch: Option<u64>) -> anyhow::Result<Vec<Program>> {
     names.iter().map(|n| entry(&repo, &repo.model_dir(n)?, &path.join(n), batch)).collect()
 }
 
-/// One repository entry: the module of its largest bucket (or the ONNX file at that batch).
-/// `real` is the entry's confined folder, `dir` the same folder as the user named it (the
-/// paths shown).
+/// One repository entry (`dir`: as the user named it, shown; `real`: confined).
 fn entry(
     repo: &Repository,
     real: &Path,
@@ -292,12 +322,22 @@ fn entry(
 ) -> anyhow::Result<Program> {
     repo.confine(real, CONFIG_FILE)?;
     let cfg = ModelConfig::read(&dir.join(CONFIG_FILE))?;
-    let largest = cfg.batching.buckets.iter().copied().max();
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    let inside = |rel: &Path| -> anyhow::Result<PathBuf> {
+    program_of(&cfg, batch, name.as_ref(), &|rel| {
         repo.confine(real, &rel.to_string_lossy())?;
         Ok(dir.join(rel))
-    };
+    })
+}
+
+/// The program whose fit decides for a model config: the module of its largest bucket (or the
+/// ONNX file at that batch). `inside` resolves a path the config names (confined).
+fn program_of(
+    cfg: &ModelConfig,
+    batch: Option<u64>,
+    name: Option<&String>,
+    inside: &dyn Fn(&Path) -> anyhow::Result<PathBuf>,
+) -> anyhow::Result<Program> {
+    let largest = cfg.batching.buckets.iter().copied().max();
     let (path, bucket) = match &cfg.model {
         ModelSource::Onnx { path } => (inside(Path::new(path))?, batch.or(largest)),
         ModelSource::Stablehlo { modules, .. } => {
@@ -322,7 +362,18 @@ fn entry(
     };
     // A StableHLO module's shapes are fixed: its batch is what the file says.
     let fixed = !matches!(cfg.model, ModelSource::Onnx { .. });
-    Ok(Program { path, batch: if fixed { batch } else { bucket }, model: name })
+    Ok(Program { path, batch: if fixed { batch } else { bucket }, model: name.cloned() })
+}
+
+/// The repository entry to write for `--serve` of a model that is not in a repository and
+/// `--batch` of a `tpuport lower` folder (`--batch` runs a file as it is).
+fn drafted(a: &DeployArgs) -> anyhow::Result<Option<EntryDraft>> {
+    let lowered = !config::is_entry(&a.model) && a.model.join("manifest.json").is_file();
+    if !((a.serve && (a.model.is_file() || lowered)) || (a.batch && lowered)) {
+        return Ok(None);
+    }
+    let opts = OpenOptions { buckets: a.buckets.clone(), ..OpenOptions::default() };
+    Ok(Some(tpuport_exec::draft_entry(&a.model, &opts)?))
 }
 
 /// For `--batch`: the model inside the models volume, which holds what MODEL names: a
@@ -345,25 +396,4 @@ fn batch_model_path(model: &Path, programs: &[Program]) -> anyhow::Result<String
             programs.len()
         ),
     }
-}
-
-/// A Kubernetes name from a path: lower-case, runs of other characters as `-`.
-fn default_name(model: &Path) -> String {
-    let stem = if model.is_file() { model.file_stem() } else { model.file_name() };
-    let raw = stem.map(|s| s.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-    let mut out = String::new();
-    for c in raw.chars() {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            out.push(c);
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let out = out.trim_matches('-');
-    let out = if out.starts_with(|c: char| c.is_ascii_lowercase()) {
-        format!("tpuport-{out}")
-    } else {
-        format!("tpuport-m{out}")
-    };
-    out.chars().take(40).collect::<String>().trim_end_matches('-').to_owned()
 }
