@@ -5,8 +5,14 @@
 //! target (cumulative since start on the first one). Alarms:
 //! - `compile_after_ready`: `tpuport_compiles_after_ready_total` above 0 (a program compiled on
 //!   the request path: the warm-up missed a shape);
-//! - `shape_drift`: `tpuport_shape_drift_total` above 0 (requests whose batch is over the
-//!   largest bucket or not a bucket size);
+//! - `shape_drift`: `tpuport_shape_drift_total` above 0 (requests whose input's non-batch shape
+//!   is not the model's, or whose batch is over the largest bucket), naming the shapes seen
+//!   (`tpuport_input_shapes_total`); a batch between buckets is dynamic batching, not drift;
+//! - `input_refusals`: `tpuport_input_refusals_total` over `tpuport_requests_total` in the
+//!   interval above [`Thresholds::max_refusal_rate`] (clients sending what the model does not
+//!   take: a wrong dimension, datatype, a missing input), naming the reasons;
+//! - `padding_waste`: the mean of `tpuport_padding_ratio` over the interval's batches above
+//!   [`Thresholds::max_padding_ratio`] (buckets too far apart for the traffic);
 //! - `queue_growing`: a model's `tpuport_queue_depth` has not gone down for at least
 //!   [`Thresholds::queue_growth_s`] and is higher than when it started rising;
 //! - `rejection_rate`: `tpuport_rejections_total` over `tpuport_requests_total` in the interval
@@ -27,11 +33,20 @@ pub struct Thresholds {
     pub queue_growth_s: f64,
     /// Largest fraction of requests rejected.
     pub max_rejection_rate: f64,
+    /// Largest fraction of requests refused for their inputs.
+    pub max_refusal_rate: f64,
+    /// Largest mean fraction of padded rows per executed batch.
+    pub max_padding_ratio: f64,
 }
 
 impl Default for Thresholds {
     fn default() -> Thresholds {
-        Thresholds { queue_growth_s: 30.0, max_rejection_rate: 0.01 }
+        Thresholds {
+            queue_growth_s: 30.0,
+            max_rejection_rate: 0.01,
+            max_refusal_rate: 0.01,
+            max_padding_ratio: 0.5,
+        }
     }
 }
 
@@ -81,6 +96,14 @@ pub struct ModelView {
     pub rejection_rate: Option<f64>,
     /// Shape-drift requests since start, by kind.
     pub shape_drift: BTreeMap<String, f64>,
+    /// Requests refused for their inputs since start, by reason.
+    pub refusals: BTreeMap<String, f64>,
+    /// Refused for their inputs over answered requests in the interval.
+    pub refusal_rate: Option<f64>,
+    /// Requests since start per input and shape (`Nx3x224x224`).
+    pub shapes: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Mean padding ratio of the interval's batches.
+    pub padding_mean: Option<f64>,
 }
 
 /// Device memory gauge.
@@ -97,8 +120,8 @@ pub struct DeviceMemory {
 /// A raised alarm.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Alarm {
-    /// Rule id: `compile_after_ready`, `shape_drift`, `queue_growing`, `rejection_rate`,
-    /// `scrape_failed`.
+    /// Rule id: `compile_after_ready`, `shape_drift`, `input_refusals`, `padding_waste`,
+    /// `queue_growing`, `rejection_rate`, `scrape_failed`.
     pub rule: String,
     /// The model, for per-model rules.
     pub model: Option<String>,
@@ -234,18 +257,73 @@ impl Watch {
                     shape_drift.insert(k, v);
                 }
             }
+            let by = |name: &str, label: &str| -> BTreeMap<String, f64> {
+                let mut out = BTreeMap::new();
+                for k in e.label_values(name, label) {
+                    let v = e.sum(name, &[("model", m), (label, &k)]);
+                    if v > 0.0 {
+                        out.insert(k, v);
+                    }
+                }
+                out
+            };
+            let refusals = by("tpuport_input_refusals_total", "reason");
+            let refused = delta("tpuport_input_refusals_total", &f);
+            let refusal_rate = (answered > 0.0).then(|| refused / answered);
+            let mut shapes: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+            for s in e.samples("tpuport_input_shapes_total") {
+                if s.labels.get("model").is_some_and(|x| x == m) && s.value > 0.0 {
+                    let input = s.labels.get("input").cloned().unwrap_or_default();
+                    let shape = s.labels.get("shape").cloned().unwrap_or_default();
+                    *shapes.entry(input).or_default().entry(shape).or_default() += s.value;
+                }
+            }
+            let batches = delta("tpuport_padding_ratio_count", &f);
+            let padding_mean =
+                (batches > 0.0).then(|| delta("tpuport_padding_ratio_sum", &f) / batches);
             let drift: f64 = shape_drift.values().sum();
             if drift > 0.0 {
+                let seen: Vec<String> = shapes
+                    .iter()
+                    .map(|(i, by)| {
+                        let v: Vec<String> = by.iter().map(|(s, n)| format!("{s} {n}")).collect();
+                        format!("{i}: {}", v.join(", "))
+                    })
+                    .collect();
                 alarms.push(Alarm {
                     rule: "shape_drift".into(),
                     model: Some(m.clone()),
                     message: format!(
-                        "{m}: {drift} request(s) outside the batch buckets ({})",
-                        shape_drift
-                            .iter()
-                            .map(|(k, v)| format!("{k} {v}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "{m}: {drift} request(s) whose shape the model does not take ({}); shapes seen: {}",
+                        join(&shape_drift),
+                        seen.join("; ")
+                    ),
+                });
+            }
+            if let Some(rate) = refusal_rate
+                && rate > th.max_refusal_rate
+            {
+                alarms.push(Alarm {
+                    rule: "input_refusals".into(),
+                    model: Some(m.clone()),
+                    message: format!(
+                        "{m}: {:.1}% of requests refused for their inputs ({refused} of {answered}), above {:.1}% (since start: {})",
+                        rate * 100.0,
+                        th.max_refusal_rate * 100.0,
+                        join(&refusals)
+                    ),
+                });
+            }
+            if let Some(p) = padding_mean
+                && p > th.max_padding_ratio
+            {
+                alarms.push(Alarm {
+                    rule: "padding_waste".into(),
+                    model: Some(m.clone()),
+                    message: format!(
+                        "{m}: {:.0}% of each batch's rows were padding on average over {batches} batch(es), above {:.0}%: add a bucket near the batch sizes served",
+                        p * 100.0,
+                        th.max_padding_ratio * 100.0
                     ),
                 });
             }
@@ -297,6 +375,10 @@ impl Watch {
                 rejections,
                 rejection_rate,
                 shape_drift,
+                refusals,
+                refusal_rate,
+                shapes,
+                padding_mean,
             });
         }
         let device_memory = e
@@ -320,6 +402,11 @@ impl Watch {
             alarms,
         }
     }
+}
+
+/// `k v, k v` of a count map.
+fn join(m: &BTreeMap<String, f64>) -> String {
+    m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
 }
 
 /// The cumulative buckets (`le` → count) of histogram `name` for `model`, summed over the
@@ -414,7 +501,7 @@ mod tests {
             "# TYPE tpuport_requests_total counter\ntpuport_requests_total{{model=\"m\",protocol=\"http\",code=\"200\"}} {requests}\n\
              # TYPE tpuport_rejections_total counter\ntpuport_rejections_total{{model=\"m\",reason=\"queue_full\"}} {rejected}\n\
              # TYPE tpuport_queue_depth gauge\ntpuport_queue_depth{{model=\"m\"}} {depth}\n\
-             # TYPE tpuport_shape_drift_total counter\ntpuport_shape_drift_total{{model=\"m\",input=\"X\",kind=\"batch_not_bucket\"}} {drift}\n\
+             # TYPE tpuport_shape_drift_total counter\ntpuport_shape_drift_total{{model=\"m\",input=\"X\",kind=\"row_shape\"}} {drift}\n\
              # TYPE tpuport_compiles_after_ready_total counter\ntpuport_compiles_after_ready_total {compiles}\n\
              # TYPE tpuport_request_duration_seconds histogram\n\
              tpuport_request_duration_seconds_bucket{{model=\"m\",protocol=\"http\",le=\"0.01\"}} {a}\n\
@@ -455,9 +542,49 @@ mod tests {
         assert!(!rules(&v).contains(&"rejection_rate"));
     }
 
+    /// `requests` answered, `refused` of them for a wrong shape, `batches` executed with
+    /// `padding` padded rows in all per batch ratio sum.
+    fn traffic(requests: u64, refused: u64, batches: u64, padding: f64) -> Exposition {
+        let text = format!(
+            "# TYPE tpuport_requests_total counter\ntpuport_requests_total{{model=\"m\",protocol=\"http\",code=\"200\"}} {requests}\n\
+             # TYPE tpuport_input_refusals_total counter\ntpuport_input_refusals_total{{model=\"m\",reason=\"wrong_shape\"}} {refused}\n\
+             tpuport_input_refusals_total{{model=\"m\",reason=\"wrong_dtype\"}} 0\n\
+             # TYPE tpuport_input_shapes_total counter\ntpuport_input_shapes_total{{model=\"m\",input=\"X\",shape=\"Nx192\"}} {requests}\n\
+             # TYPE tpuport_padding_ratio histogram\n\
+             tpuport_padding_ratio_bucket{{model=\"m\",le=\"+Inf\"}} {batches}\n\
+             tpuport_padding_ratio_sum{{model=\"m\"}} {padding}\n\
+             tpuport_padding_ratio_count{{model=\"m\"}} {batches}\n"
+        );
+        parse(&text, "t").unwrap()
+    }
+
+    #[test]
+    fn refusals_and_padding_alarm_per_interval_and_batching_between_buckets_does_not() {
+        let mut w = Watch::new(Thresholds::default());
+        // Ordinary dynamic batching: every request refused for nothing, a quarter of each
+        // batch padding on average. No alarm.
+        let v = w.observe("u", 0.0, Ok(traffic(100, 0, 40, 10.0)));
+        assert!(v.alarms.is_empty(), "{:?}", v.alarms);
+        assert_eq!(v.models[0].padding_mean, Some(0.25));
+        assert_eq!(v.models[0].shapes["X"]["Nx192"], 100.0);
+        // 5 of the next 50 requests refused (10% > 1%), and the next 10 batches 70% padding.
+        let v = w.observe("u", 1.0, Ok(traffic(150, 5, 50, 17.0)));
+        assert_eq!(rules(&v), ["input_refusals", "padding_waste"], "{:?}", v.alarms);
+        assert!(v.alarms[0].message.contains("wrong_shape 5"), "{:?}", v.alarms);
+        assert_eq!(v.models[0].refusals["wrong_shape"], 5.0);
+        assert!(!v.models[0].refusals.contains_key("wrong_dtype"));
+        // A quiet interval clears both.
+        let v = w.observe("u", 2.0, Ok(traffic(200, 5, 60, 19.0)));
+        assert!(v.alarms.is_empty(), "{:?}", v.alarms);
+    }
+
     #[test]
     fn queue_growth_alarms_only_after_the_window_and_clears_when_it_drains() {
-        let mut w = Watch::new(Thresholds { queue_growth_s: 5.0, max_rejection_rate: 1.0 });
+        let mut w = Watch::new(Thresholds {
+            queue_growth_s: 5.0,
+            max_rejection_rate: 1.0,
+            ..Thresholds::default()
+        });
         let mut raised = Vec::new();
         for (t, depth) in [(0.0, 0), (2.0, 3), (4.0, 3), (6.0, 9), (8.0, 2), (10.0, 4)] {
             let v = w.observe("u", t, Ok(body(1, 0, depth, 0, 0)));

@@ -73,7 +73,12 @@ pub fn render_text(
                 m.inflight
             );
             let _ = writeln!(s, "    batch size {}", bars(&m.batch_size));
-            let _ = writeln!(s, "    padding ratio {}", bars(&m.padding_ratio));
+            let _ = writeln!(
+                s,
+                "    padding ratio {}{}",
+                bars(&m.padding_ratio),
+                m.padding_mean.map_or(String::new(), |p| format!("  (mean {p:.2})"))
+            );
             if !m.rejections.is_empty() {
                 let r: Vec<String> = m.rejections.iter().map(|(k, v)| format!("{k} {v}")).collect();
                 let _ = writeln!(s, "    rejections {}", r.join(", "));
@@ -82,6 +87,14 @@ pub fn render_text(
                 let r: Vec<String> =
                     m.shape_drift.iter().map(|(k, v)| format!("{k} {v}")).collect();
                 let _ = writeln!(s, "    shape drift {}", r.join(", "));
+            }
+            if !m.refusals.is_empty() {
+                let r: Vec<String> = m.refusals.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let _ = writeln!(s, "    refused inputs {}", r.join(", "));
+            }
+            for (input, by) in &m.shapes {
+                let r: Vec<String> = by.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let _ = writeln!(s, "    shapes of {input}: {}", r.join(", "));
             }
         }
         for d in &v.device_memory {

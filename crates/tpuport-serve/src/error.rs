@@ -75,11 +75,19 @@ pub struct InferError {
     pub kind: ErrorKind,
     /// The message.
     pub message: String,
+    /// Why the inputs were refused, for `tpuport_input_refusals_total` (`None`: another
+    /// failure, or a malformed request).
+    pub(crate) refusal: Option<crate::drift::Refusal>,
 }
 
 impl InferError {
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> InferError {
-        InferError { kind, message: message.into() }
+        InferError { kind, message: message.into(), refusal: None }
+    }
+
+    /// A 400 that refuses the request's inputs for `why`.
+    pub(crate) fn refused(why: crate::drift::Refusal, message: impl Into<String>) -> InferError {
+        InferError { refusal: Some(why), ..InferError::invalid(message) }
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> InferError {

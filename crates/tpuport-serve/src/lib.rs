@@ -16,6 +16,7 @@ mod batcher;
 mod check;
 mod codec;
 pub mod config;
+mod drift;
 pub mod error;
 pub mod grpc;
 pub mod metrics;

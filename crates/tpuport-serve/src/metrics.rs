@@ -164,8 +164,13 @@ pub mod names {
     pub const COMPILE_SECONDS: &str = "tpuport_compile_seconds";
     /// Programs compiled or loaded after the server turned ready.
     pub const COMPILES_AFTER_READY: &str = "tpuport_compiles_after_ready_total";
-    /// Requests whose input shape or batch size falls outside the configured buckets.
+    /// Requests whose input's non-batch shape is not the model's (`row_shape`) or whose batch
+    /// is above the largest bucket (`batch_over_max`).
     pub const SHAPE_DRIFT: &str = "tpuport_shape_drift_total";
+    /// Requests refused for their inputs (400, 413), by reason.
+    pub const INPUT_REFUSALS: &str = "tpuport_input_refusals_total";
+    /// Requests per input and shape seen (batch dimension `N`; `other` past the first 8).
+    pub const INPUT_SHAPES: &str = "tpuport_input_shapes_total";
     /// 1 when a model is ready.
     pub const MODEL_READY: &str = "tpuport_model_ready";
     /// 1 when the server is ready.
@@ -255,8 +260,20 @@ impl Registry {
         );
         r.declare(
             SHAPE_DRIFT,
-            "Requests whose input shape or batch size falls outside the configured buckets.",
+            "Requests whose input's non-batch shape is not the model's (row_shape) or whose batch is above the largest bucket (batch_over_max).",
             &["model", "input", "kind"],
+            Kind::Counter,
+        );
+        r.declare(
+            INPUT_REFUSALS,
+            "Requests refused for their inputs (400, 413), by reason.",
+            &["model", "reason"],
+            Kind::Counter,
+        );
+        r.declare(
+            INPUT_SHAPES,
+            "Requests per input and shape seen, the batch dimension written N (other: past the first 8 shapes).",
+            &["model", "input", "shape"],
             Kind::Counter,
         );
         r.declare(MODEL_READY, "1 when the model is ready.", &["model"], Kind::Gauge);

@@ -264,145 +264,166 @@ async fn infer_inner(
     started: Instant,
 ) -> Result<Response, InferError> {
     let (model, batcher, drift) = s.model(name, version)?;
-    let admitted = s.answers_first(&batcher, started).await;
-    // Read even when refused, so the connection stays usable.
-    let body = read_body(s, body).await?;
-    admitted?;
-    let json_len = match headers.get(HEADER_LENGTH) {
-        None => body.len(),
-        Some(v) => {
-            let n: usize =
-                v.to_str().ok().and_then(|t| t.trim().parse().ok()).ok_or_else(|| {
-                    InferError::invalid("Inference-Header-Content-Length is not a number")
-                })?;
-            if n > body.len() {
-                return Err(InferError::invalid(format!(
-                    "Inference-Header-Content-Length {n} is past the body's {} bytes",
-                    body.len()
-                )));
-            }
-            n
-        }
-    };
-    let head = std::str::from_utf8(&body[..json_len])
-        .map_err(|_| InferError::invalid("the JSON header is not UTF-8"))?;
-    let req: RestRequest<'_> = serde_json::from_str(head)
-        .map_err(|e| InferError::invalid(format!("invalid inference request: {e}")))?;
-    let max = s.opts.limits.max_body_bytes;
-    let mut offset = json_len;
-    let mut decoded = Vec::with_capacity(req.inputs.len());
-    for inp in &req.inputs {
-        let (index, rows, elements) =
-            crate::check::check_input(&model, &inp.name, &inp.datatype, &inp.shape, max)?;
-        let sig = &model.inputs[index];
-        let size = elements * wire::size(sig.dtype);
-        let data = match param_u64(inp.parameters.as_ref(), "binary_data_size")? {
-            Some(n) => {
-                if inp.data.is_some() {
+    let out: Result<Response, InferError> = async {
+        let admitted = s.answers_first(&batcher, started).await;
+        // Read even when refused, so the connection stays usable.
+        let body = read_body(s, body).await?;
+        admitted?;
+        let json_len = match headers.get(HEADER_LENGTH) {
+            None => body.len(),
+            Some(v) => {
+                let n: usize =
+                    v.to_str().ok().and_then(|t| t.trim().parse().ok()).ok_or_else(|| {
+                        InferError::invalid("Inference-Header-Content-Length is not a number")
+                    })?;
+                if n > body.len() {
                     return Err(InferError::invalid(format!(
-                        "input `{}` has both `data` and `binary_data_size`",
-                        inp.name
+                        "Inference-Header-Content-Length {n} is past the body's {} bytes",
+                        body.len()
                     )));
                 }
-                let n = usize::try_from(n).unwrap_or(usize::MAX);
-                if n != size {
-                    return Err(InferError::invalid(format!(
-                        "input `{}`: binary_data_size {n}, the shape needs {size} bytes",
-                        inp.name
-                    )));
-                }
-                let end = offset.checked_add(n).filter(|e| *e <= body.len()).ok_or_else(|| {
-                    InferError::invalid(format!(
-                        "input `{}`: binary data truncated ({} bytes left, {n} needed)",
-                        inp.name,
-                        body.len() - offset
-                    ))
-                })?;
-                let d = body.slice(offset..end);
-                offset = end;
-                d
-            }
-            None => {
-                let raw = inp.data.ok_or_else(|| {
-                    InferError::invalid(format!("input `{}` has no `data`", inp.name))
-                })?;
-                Bytes::from(decode_json(raw.get(), sig.dtype, elements, &inp.name)?)
+                n
             }
         };
-        decoded.push(Decoded { index, rows, data });
-    }
-    if offset != body.len() {
-        return Err(InferError::invalid(format!(
-            "{} bytes of binary data follow the inputs' binary_data_size total",
-            body.len() - offset
-        )));
-    }
-    let params = req.parameters.as_ref();
-    let schedule = Schedule {
-        priority: param_u64(params, "priority")?,
-        timeout_us: param_u64(params, "timeout")?,
-        arrived: Some(started),
-    };
-    let all_binary = param_bool(params, "binary_data_output")?.unwrap_or(false);
-    // Requested outputs (all when absent), each with its binary flag.
-    let wanted: Vec<(usize, bool)> = match &req.outputs {
-        None => (0..model.outputs.len()).map(|i| (i, all_binary)).collect(),
-        Some(list) => list
-            .iter()
-            .map(|o| {
-                let i = model.outputs.iter().position(|x| x.name == o.name).ok_or_else(|| {
-                    InferError::invalid(format!("model `{name}` has no output `{}`", o.name))
-                })?;
-                Ok((i, param_bool(o.parameters.as_ref(), "binary_data")?.unwrap_or(all_binary)))
-            })
-            .collect::<Result<_, InferError>>()?,
-    };
-    let rows = decoded.first().map_or(0, |d| d.rows);
-    let outs = s.infer(&model, &batcher, &drift, decoded, &schedule).await?;
-    let mut json_outs = Vec::with_capacity(wanted.len());
-    let mut tail: Vec<Bytes> = Vec::new();
-    for &(i, binary) in &wanted {
-        let sig = &model.outputs[i];
-        let mut shape = if model.batched { vec![rows as u64] } else { Vec::new() };
-        shape.extend_from_slice(&sig.row_shape);
-        let dt = wire::name(sig.dtype).unwrap_or("?");
-        if binary {
-            json_outs.push(json!({
-                "name": sig.name, "datatype": dt, "shape": shape,
-                "parameters": { "binary_data_size": outs[i].len() },
-            }));
-            tail.push(outs[i].clone());
-        } else {
-            json_outs.push(json!({
-                "name": sig.name, "datatype": dt, "shape": shape,
-                "data": serde_json::to_value(JsonData { dtype: sig.dtype, bytes: &outs[i] })
-                    .unwrap_or(Value::Null),
-            }));
+        let head = std::str::from_utf8(&body[..json_len])
+            .map_err(|_| InferError::invalid("the JSON header is not UTF-8"))?;
+        let req: RestRequest<'_> = serde_json::from_str(head)
+            .map_err(|e| InferError::invalid(format!("invalid inference request: {e}")))?;
+        let max = s.opts.limits.max_body_bytes;
+        let mut offset = json_len;
+        let mut decoded = Vec::with_capacity(req.inputs.len());
+        for inp in &req.inputs {
+            let (index, rows, elements) = crate::check::check_input(
+                &model,
+                (&drift, &s.metrics),
+                &inp.name,
+                &inp.datatype,
+                &inp.shape,
+                max,
+            )?;
+            let sig = &model.inputs[index];
+            let size = elements * wire::size(sig.dtype);
+            let data = match param_u64(inp.parameters.as_ref(), "binary_data_size")? {
+                Some(n) => {
+                    if inp.data.is_some() {
+                        return Err(InferError::invalid(format!(
+                            "input `{}` has both `data` and `binary_data_size`",
+                            inp.name
+                        )));
+                    }
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    if n != size {
+                        return Err(InferError::invalid(format!(
+                            "input `{}`: binary_data_size {n}, the shape needs {size} bytes",
+                            inp.name
+                        )));
+                    }
+                    let end =
+                        offset.checked_add(n).filter(|e| *e <= body.len()).ok_or_else(|| {
+                            InferError::invalid(format!(
+                                "input `{}`: binary data truncated ({} bytes left, {n} needed)",
+                                inp.name,
+                                body.len() - offset
+                            ))
+                        })?;
+                    let d = body.slice(offset..end);
+                    offset = end;
+                    d
+                }
+                None => {
+                    let raw = inp.data.ok_or_else(|| {
+                        InferError::invalid(format!("input `{}` has no `data`", inp.name))
+                    })?;
+                    Bytes::from(decode_json(raw.get(), sig.dtype, elements, &inp.name)?)
+                }
+            };
+            decoded.push(Decoded { index, rows, data });
         }
+        if offset != body.len() {
+            return Err(InferError::invalid(format!(
+                "{} bytes of binary data follow the inputs' binary_data_size total",
+                body.len() - offset
+            )));
+        }
+        let params = req.parameters.as_ref();
+        let schedule = Schedule {
+            priority: param_u64(params, "priority")?,
+            timeout_us: param_u64(params, "timeout")?,
+            arrived: Some(started),
+        };
+        let all_binary = param_bool(params, "binary_data_output")?.unwrap_or(false);
+        // Requested outputs (all when absent), each with its binary flag.
+        let wanted: Vec<(usize, bool)> = match &req.outputs {
+            None => (0..model.outputs.len()).map(|i| (i, all_binary)).collect(),
+            Some(list) => list
+                .iter()
+                .map(|o| {
+                    let i =
+                        model.outputs.iter().position(|x| x.name == o.name).ok_or_else(|| {
+                            InferError::invalid(format!(
+                                "model `{name}` has no output `{}`",
+                                o.name
+                            ))
+                        })?;
+                    Ok((i, param_bool(o.parameters.as_ref(), "binary_data")?.unwrap_or(all_binary)))
+                })
+                .collect::<Result<_, InferError>>()?,
+        };
+        let rows = decoded.first().map_or(0, |d| d.rows);
+        let outs = s.infer(&model, &batcher, &drift, decoded, &schedule).await?;
+        let mut json_outs = Vec::with_capacity(wanted.len());
+        let mut tail: Vec<Bytes> = Vec::new();
+        for &(i, binary) in &wanted {
+            let sig = &model.outputs[i];
+            let mut shape = if model.batched { vec![rows as u64] } else { Vec::new() };
+            shape.extend_from_slice(&sig.row_shape);
+            let dt = wire::name(sig.dtype).unwrap_or("?");
+            if binary {
+                json_outs.push(json!({
+                    "name": sig.name, "datatype": dt, "shape": shape,
+                    "parameters": { "binary_data_size": outs[i].len() },
+                }));
+                tail.push(outs[i].clone());
+            } else {
+                json_outs.push(json!({
+                    "name": sig.name, "datatype": dt, "shape": shape,
+                    "data": serde_json::to_value(JsonData { dtype: sig.dtype, bytes: &outs[i] })
+                        .unwrap_or(Value::Null),
+                }));
+            }
+        }
+        let mut head = json!({
+            "model_name": model.name,
+            "model_version": model.version,
+            "outputs": json_outs,
+        });
+        if let Some(id) = &req.id {
+            head["id"] = Value::String(id.clone());
+        }
+        let head = serde_json::to_vec(&head).unwrap_or_default();
+        if tail.is_empty() {
+            return Ok((
+                [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                head,
+            )
+                .into_response());
+        }
+        let mut buf = Vec::with_capacity(head.len() + tail.iter().map(Bytes::len).sum::<usize>());
+        buf.extend_from_slice(&head);
+        for t in &tail {
+            buf.extend_from_slice(t);
+        }
+        let mut r = Response::new(Body::from(buf));
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+        h.insert(HEADER_LENGTH, HeaderValue::from(head.len()));
+        Ok(r)
     }
-    let mut head = json!({
-        "model_name": model.name,
-        "model_version": model.version,
-        "outputs": json_outs,
-    });
-    if let Some(id) = &req.id {
-        head["id"] = Value::String(id.clone());
+    .await;
+    if let Err(e) = &out {
+        drift.refused(e);
     }
-    let head = serde_json::to_vec(&head).unwrap_or_default();
-    if tail.is_empty() {
-        return Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], head)
-            .into_response());
-    }
-    let mut buf = Vec::with_capacity(head.len() + tail.iter().map(Bytes::len).sum::<usize>());
-    buf.extend_from_slice(&head);
-    for t in &tail {
-        buf.extend_from_slice(t);
-    }
-    let mut r = Response::new(Body::from(buf));
-    let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-    h.insert(HEADER_LENGTH, HeaderValue::from(head.len()));
-    Ok(r)
+    out
 }
 
 // ------------------------------------------------------------------ model control

@@ -11,6 +11,7 @@ use tpuport_pjrt::Client;
 
 use crate::batcher::{Batcher, Item, Knobs, Unclaimed};
 use crate::config::ServeOptions;
+use crate::drift::{Drift, Refusal};
 use crate::error::{ErrorKind, InferError, ServeError};
 use crate::metrics::{Counter, Registry, names};
 use tpuport_exec::Model;
@@ -47,12 +48,6 @@ pub(crate) enum Entry {
     Ready { model: Arc<Model>, batcher: Arc<Batcher>, drift: Arc<Drift> },
     Failed(String),
     Unloaded,
-}
-
-/// Shape-drift counters per input.
-pub(crate) struct Drift {
-    over_max: Vec<Arc<Counter>>,
-    not_bucket: Vec<Arc<Counter>>,
 }
 
 /// The server's state.
@@ -194,23 +189,7 @@ impl State {
                 default_level: b.default_priority.unwrap_or(b.priority_levels).saturating_sub(1),
                 wait_when_idle: b.wait_when_idle,
             };
-            let drift = Arc::new(Drift {
-                over_max: model
-                    .inputs
-                    .iter()
-                    .map(|i| {
-                        self.metrics.counter(names::SHAPE_DRIFT, &[name, &i.name, "batch_over_max"])
-                    })
-                    .collect(),
-                not_bucket: model
-                    .inputs
-                    .iter()
-                    .map(|i| {
-                        self.metrics
-                            .counter(names::SHAPE_DRIFT, &[name, &i.name, "batch_not_bucket"])
-                    })
-                    .collect(),
-            });
+            let drift = Arc::new(Drift::new(&self.metrics, &model));
             let batcher = Arc::new(Batcher::start(model.clone(), knobs, &self.metrics));
             Ok::<_, ServeError>((model, batcher, drift))
         })();
@@ -305,14 +284,17 @@ impl State {
         for d in decoded {
             let name = &model.inputs[d.index].name;
             if slots[d.index].is_some() {
-                return Err(InferError::invalid(format!("input `{name}` is given twice")));
+                return Err(InferError::refused(
+                    Refusal::DuplicateInput,
+                    format!("input `{name}` is given twice"),
+                ));
             }
             match rows {
                 Some(r) if r != d.rows => {
-                    return Err(InferError::invalid(format!(
-                        "input `{name}` has batch size {}, another input has {r}",
-                        d.rows
-                    )));
+                    return Err(InferError::refused(
+                        Refusal::BatchMismatch,
+                        format!("input `{name}` has batch size {}, another input has {r}", d.rows),
+                    ));
                 }
                 _ => rows = Some(d.rows),
             }
@@ -325,16 +307,14 @@ impl State {
             .map(|(_, i)| i.name.as_str())
             .collect();
         if !missing.is_empty() {
-            return Err(InferError::invalid(format!("missing input(s): {}", missing.join(", "))));
+            return Err(InferError::refused(
+                Refusal::MissingInput,
+                format!("missing input(s): {}", missing.join(", ")),
+            ));
         }
         let rows = rows.unwrap_or(0);
-        if model.batched {
-            let sizes = model.bucket_sizes();
-            if rows > model.max_rows() {
-                drift.over_max.iter().for_each(|c| c.inc());
-            } else if !sizes.contains(&rows) {
-                drift.not_bucket.iter().for_each(|c| c.inc());
-            }
+        if model.batched && rows > model.max_rows() {
+            drift.over_max();
         }
         let knobs = batcher.knobs();
         let level = match schedule.priority {

@@ -108,6 +108,32 @@ fn hostile_requests_get_4xx_and_the_server_keeps_serving() {
     mlp.check(&x, &common::le_f32(r.tail()), &[0]).unwrap();
     let text = srv.metrics();
     assert_eq!(metric(&text, "tpuport_compiles_after_ready_total"), Some(0.0));
+    // Each refusal counted once under its reason (unknown models and versions have no series);
+    // the two requests whose row shape differs are shape drift, and their shape is counted.
+    let refused = |reason: &str| {
+        metric(&text, &format!("tpuport_input_refusals_total{{model=\"mlp\",reason=\"{reason}\"}}"))
+    };
+    for (reason, n) in [
+        ("wrong_dtype", 2.0),
+        ("wrong_shape", 4.0),
+        // Two shapes past the limit, the body over it, the chunked body over it.
+        ("too_large", 4.0),
+        ("missing_input", 1.0),
+        ("unknown_input", 1.0),
+        ("duplicate_input", 1.0),
+        ("batch_mismatch", 0.0),
+    ] {
+        assert_eq!(refused(reason), Some(n), "{reason}:\n{text}");
+    }
+    assert!(refused("malformed").unwrap_or(0.0) >= 10.0, "{text}");
+    assert_eq!(
+        metric(&text, "tpuport_shape_drift_total{model=\"mlp\",input=\"x\",kind=\"row_shape\"}"),
+        Some(2.0)
+    );
+    assert_eq!(
+        metric(&text, "tpuport_input_shapes_total{model=\"mlp\",input=\"x\",shape=\"Nx783\"}"),
+        Some(1.0)
+    );
     assert!(!text.contains("code=\"500\""), "{text}");
     srv.stop().unwrap();
 }

@@ -104,12 +104,15 @@ fn endpoints_json_and_binary_infer_match_the_reference() {
         ),
         Some(1.0)
     );
+    // A batch between buckets is dynamic batching, not drift: no series counts it.
+    assert!(!text.contains("batch_not_bucket"), "{text}");
     assert_eq!(
-        metric(
-            &text,
-            "tpuport_shape_drift_total{model=\"mlp\",input=\"x\",kind=\"batch_not_bucket\"}"
-        ),
-        Some(1.0)
+        metric(&text, "tpuport_input_shapes_total{model=\"mlp\",input=\"x\",shape=\"Nx784\"}"),
+        Some(3.0)
+    );
+    assert_eq!(
+        metric(&text, "tpuport_input_refusals_total{model=\"mlp\",reason=\"wrong_shape\"}"),
+        Some(0.0)
     );
     assert_eq!(metric(&text, "tpuport_executions_total{model=\"mlp\",bucket=\"128\"}"), Some(3.0));
     assert_eq!(metric(&text, "tpuport_executions_total{model=\"mlp\",bucket=\"1\"}"), Some(1.0));

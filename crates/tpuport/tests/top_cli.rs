@@ -1,8 +1,9 @@
 //! `tpuport top` against a real `tpuport serve` (the ONNX fixture model, buckets 2 and 4, a
 //! queue of one request and a 200 ms batching delay so that a burst overflows it):
 //! `--once --format json` values equal the server's `/metrics`; an overload raises the
-//! rejection-rate alarm and a request at batch 3 (not a bucket) the shape-drift alarm, both
-//! exit-coded by `--check`; the live view under load, captured from tmux, shows them.
+//! rejection-rate alarm; a request at batch 3 (between buckets) raises nothing, one whose rows
+//! are 20 wide for a model that takes 16 the shape-drift and input-refusal alarms, exit-coded by
+//! `--check`; the live view under load, captured from tmux, shows them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::float_cmp, clippy::print_stderr)]
 
@@ -146,19 +147,40 @@ fn top_reads_serve_and_raises_overload_and_drift_alarms() {
     assert_eq!(code, 1, "{report}");
     assert_eq!(rules(&report), ["rejection_rate"], "{report}");
 
-    // Shape drift: a request of 3 rows (buckets are 2 and 4).
+    // A request of 3 rows (buckets are 2 and 4) is dynamic batching (padded into 4), not drift.
     assert_eq!(infer(&addr, 3), 200);
+    let (_, report) = top_json(&addr);
+    assert!(!rules(&report).contains(&"shape_drift".to_owned()), "{report}");
+    assert!(!rules(&report).contains(&"padding_waste".to_owned()), "{report}");
+    // Shape drift: rows 20 wide for a model that takes 16, refused with a 400, counted as
+    // drift, as a refusal and as a shape seen.
+    let data: Vec<f32> = vec![0.5; 2 * 20];
+    let body = serde_json::json!({"inputs": [{"name": "X", "shape": [2, 20], "datatype": "FP32", "data": data}]});
+    let (st, msg) = http(&addr, "POST", "/v2/models/lin/infer", &body.to_string());
+    assert_eq!(st, 400, "{msg}");
     let (code, report) = top_json(&addr);
     assert_eq!(code, 1);
-    assert!(rules(&report).contains(&"shape_drift".to_owned()), "{report}");
-    let drift = &report["targets"][0]["models"][0]["shape_drift"];
-    assert_eq!(drift["batch_not_bucket"], 1.0, "{report}");
+    let got = rules(&report);
+    assert!(got.contains(&"shape_drift".to_owned()), "{report}");
+    assert!(got.contains(&"input_refusals".to_owned()), "{report}");
+    let lin = &report["targets"][0]["models"][0];
+    assert_eq!(lin["shape_drift"], serde_json::json!({"row_shape": 1.0}), "{report}");
+    assert_eq!(lin["refusals"], serde_json::json!({"wrong_shape": 1.0}), "{report}");
+    assert_eq!(lin["shapes"]["X"]["Nx20"], 1.0, "{report}");
+    assert!(lin["shapes"]["X"]["Nx16"].as_f64().unwrap() >= 4.0, "{report}");
     // The text form says the same.
     let o = common::tpuport(&["top", &addr, "--once", "--libtpu", "off"]);
     assert_eq!(o.code, 0, "without --check alarms do not change the exit code: {}", o.stderr);
-    assert!(o.stdout.contains("shape drift batch_not_bucket 1"), "{}", o.stdout);
-    assert!(o.stdout.contains("ALARM shape_drift: lin: 1 request(s)"), "{}", o.stdout);
-    assert!(o.stdout.contains("rejections queue_full"), "{}", o.stdout);
+    for want in [
+        "shape drift row_shape 1",
+        "refused inputs wrong_shape 1",
+        "Nx20 1",
+        "ALARM shape_drift: lin: 1 request(s) whose shape the model does not take (row_shape 1)",
+        "ALARM input_refusals: lin:",
+        "rejections queue_full",
+    ] {
+        assert!(o.stdout.contains(want), "`{want}`:\n{}", o.stdout);
+    }
 
     live_view_in_tmux(&addr);
 }

@@ -13,6 +13,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use tonic::{Code, Status};
 
+use crate::drift::Drift;
 use crate::error::{ErrorKind, InferError};
 use crate::state::{Decoded, Schedule, State};
 use proto::{
@@ -22,6 +23,13 @@ use proto::{
 use tpuport_exec::wire;
 
 /// The gRPC status for a request failure.
+/// [`status`] of an infer request's failure, counted first among the model's input refusals
+/// when it refuses the inputs.
+fn drift_status(drift: &Drift, e: &InferError) -> Status {
+    drift.refused(e);
+    status(e)
+}
+
 pub(crate) fn status(e: &InferError) -> Status {
     let code = match e.kind {
         ErrorKind::InvalidArgument => Code::InvalidArgument,
@@ -171,50 +179,71 @@ async fn infer_inner(
 ) -> Result<ModelInferResponse, Status> {
     let (model, batcher, drift) =
         s.model(&r.model_name, Some(&r.model_version)).map_err(|e| status(&e))?;
-    s.answers_first(&batcher, started).await.map_err(|e| status(&e))?;
+    s.answers_first(&batcher, started).await.map_err(|e| drift_status(&drift, &e))?;
     let max = s.opts.limits.max_body_bytes;
     let raw = !r.raw_input_contents.is_empty();
     if raw && r.raw_input_contents.len() != r.inputs.len() {
-        return Err(status(&InferError::invalid(format!(
-            "{} raw_input_contents for {} inputs",
-            r.raw_input_contents.len(),
-            r.inputs.len()
-        ))));
+        return Err(drift_status(
+            &drift,
+            &InferError::invalid(format!(
+                "{} raw_input_contents for {} inputs",
+                r.raw_input_contents.len(),
+                r.inputs.len()
+            )),
+        ));
     }
     let mut decoded = Vec::with_capacity(r.inputs.len());
     for (i, inp) in r.inputs.iter().enumerate() {
-        let (index, rows, elements) =
-            crate::check::check_input(&model, &inp.name, &inp.datatype, &inp.shape, max)
-                .map_err(|e| status(&e))?;
+        let (index, rows, elements) = crate::check::check_input(
+            &model,
+            (&drift, &s.metrics),
+            &inp.name,
+            &inp.datatype,
+            &inp.shape,
+            max,
+        )
+        .map_err(|e| drift_status(&drift, &e))?;
         let dtype = model.inputs[index].dtype;
         let need = elements * wire::size(dtype);
         let data = if raw {
             if inp.contents.is_some() {
-                return Err(status(&InferError::invalid(format!(
-                    "input `{}`: `contents` may not be set with raw_input_contents",
-                    inp.name
-                ))));
+                return Err(drift_status(
+                    &drift,
+                    &InferError::invalid(format!(
+                        "input `{}`: `contents` may not be set with raw_input_contents",
+                        inp.name
+                    )),
+                ));
             }
             let d = r.raw_input_contents[i].clone();
             if d.len() != need {
-                return Err(status(&InferError::invalid(format!(
-                    "input `{}`: {} raw bytes, the shape needs {need}",
-                    inp.name,
-                    d.len()
-                ))));
+                return Err(drift_status(
+                    &drift,
+                    &InferError::invalid(format!(
+                        "input `{}`: {} raw bytes, the shape needs {need}",
+                        inp.name,
+                        d.len()
+                    )),
+                ));
             }
             d
         } else {
             let c = inp.contents.as_ref().ok_or_else(|| {
-                status(&InferError::invalid(format!("input `{}` has no contents", inp.name)))
+                drift_status(
+                    &drift,
+                    &InferError::invalid(format!("input `{}` has no contents", inp.name)),
+                )
             })?;
-            Bytes::from(from_contents(c, dtype, elements, &inp.name).map_err(|e| status(&e))?)
+            Bytes::from(
+                from_contents(c, dtype, elements, &inp.name)
+                    .map_err(|e| drift_status(&drift, &e))?,
+            )
         };
         decoded.push(Decoded { index, rows, data });
     }
     let schedule = Schedule {
-        priority: param_u64(&r.parameters, "priority").map_err(|e| status(&e))?,
-        timeout_us: param_u64(&r.parameters, "timeout").map_err(|e| status(&e))?,
+        priority: param_u64(&r.parameters, "priority").map_err(|e| drift_status(&drift, &e))?,
+        timeout_us: param_u64(&r.parameters, "timeout").map_err(|e| drift_status(&drift, &e))?,
         arrived: Some(started),
     };
     let wanted: Vec<usize> = if r.outputs.is_empty() {
@@ -224,17 +253,22 @@ async fn infer_inner(
             .iter()
             .map(|o| {
                 model.outputs.iter().position(|x| x.name == o.name).ok_or_else(|| {
-                    status(&InferError::invalid(format!(
-                        "model `{}` has no output `{}`",
-                        model.name, o.name
-                    )))
+                    drift_status(
+                        &drift,
+                        &InferError::invalid(format!(
+                            "model `{}` has no output `{}`",
+                            model.name, o.name
+                        )),
+                    )
                 })
             })
             .collect::<Result<_, _>>()?
     };
     let rows = decoded.first().map_or(0, |d| d.rows);
-    let outs =
-        s.infer(&model, &batcher, &drift, decoded, &schedule).await.map_err(|e| status(&e))?;
+    let outs = s
+        .infer(&model, &batcher, &drift, decoded, &schedule)
+        .await
+        .map_err(|e| drift_status(&drift, &e))?;
     let mut outputs = Vec::with_capacity(wanted.len());
     let mut raw_out = Vec::with_capacity(wanted.len());
     for i in wanted {

@@ -43,6 +43,14 @@ pub(crate) struct TopArgs {
     /// Alarm when more than this fraction of a model's requests is rejected in an interval.
     #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
     pub(crate) max_rejection_rate: f64,
+    /// Alarm when more than this fraction of a model's requests is refused for its inputs
+    /// (wrong dimension, datatype, missing input) in an interval.
+    #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
+    pub(crate) max_refusal_rate: f64,
+    /// Alarm when padding is more than this fraction of the rows of a model's batches, on
+    /// average over an interval.
+    #[arg(long, default_value_t = 0.5, value_name = "FRACTION")]
+    pub(crate) max_padding_ratio: f64,
     /// libtpu's runtime-metrics service: `auto` (localhost:8431 on a TPU VM), `off`, or
     /// `HOST:PORT`.
     #[arg(long, default_value = "auto", value_name = "ADDR")]
@@ -133,8 +141,14 @@ pub(crate) fn run(a: &TopArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<St
     if !(a.interval.is_finite() && a.interval >= 0.05) {
         bail!("--interval: {} is not a number of seconds >= 0.05", a.interval);
     }
-    if !(0.0..=1.0).contains(&a.max_rejection_rate) {
-        bail!("--max-rejection-rate: {} is outside 0..=1", a.max_rejection_rate);
+    for (flag, v) in [
+        ("--max-rejection-rate", a.max_rejection_rate),
+        ("--max-refusal-rate", a.max_refusal_rate),
+        ("--max-padding-ratio", a.max_padding_ratio),
+    ] {
+        if !(0.0..=1.0).contains(&v) {
+            bail!("{flag}: {v} is outside 0..=1");
+        }
     }
     if !(a.queue_growth_seconds.is_finite() && a.queue_growth_seconds >= 0.0) {
         bail!("--queue-growth-seconds: {} is not a number of seconds", a.queue_growth_seconds);
@@ -153,6 +167,8 @@ pub(crate) fn run(a: &TopArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<St
         watch: Watch::new(Thresholds {
             queue_growth_s: a.queue_growth_seconds,
             max_rejection_rate: a.max_rejection_rate,
+            max_refusal_rate: a.max_refusal_rate,
+            max_padding_ratio: a.max_padding_ratio,
         }),
         libtpu: libtpu_addr(&a.libtpu),
         started: Instant::now(),
