@@ -79,6 +79,23 @@ pub struct ModelConfig {
     pub image: Option<ImageConfig>,
 }
 
+impl ModelConfig {
+    /// The config of a model with nothing but its source and buckets (every other field at its
+    /// default): what a path that is not a repository entry runs with.
+    #[must_use]
+    pub fn of_source(model: ModelSource, buckets: Vec<u64>) -> ModelConfig {
+        ModelConfig {
+            version: one(),
+            model,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            batching: Batching { buckets, ..Batching::default() },
+            executables: None,
+            image: None,
+        }
+    }
+}
+
 /// `[image]`: the decode spec of image rows for `tpuport batch` (each of its flags overrides
 /// the field it names). Checked when the config is read; whether the size and layout fit the
 /// model's input is checked by `tpuport batch`.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use tpuport_pjrt::{Client, ExecutableCache};
 
-use crate::config::{Batching, ModelConfig, ModelSource};
+use crate::config::{ModelConfig, ModelSource};
 use crate::error::{ExecError, Result};
 use crate::model::{Model, NoMetrics};
 use crate::repo::{Plan, Repository};
@@ -172,15 +172,7 @@ fn draft(path: &Path, real: &Path, buckets: &[u64], data_args: &[String]) -> Res
         real.file_stem().map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
     let base = real.parent().unwrap_or(Path::new("/")).to_path_buf();
     let file_name = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let cfg = |model: ModelSource, buckets: Vec<u64>| ModelConfig {
-        version: "1".to_owned(),
-        model,
-        inputs: Vec::new(),
-        outputs: Vec::new(),
-        batching: Batching { buckets, ..Batching::default() },
-        executables: None,
-        image: None,
-    };
+    let cfg = ModelConfig::of_source;
     let (config, files) = if real.is_dir() {
         if !real.join("manifest.json").is_file() {
             return Err(ExecError::config(
@@ -453,15 +445,7 @@ mod tests {
         for (model, buckets) in sources {
             let d = EntryDraft {
                 name: "m".into(),
-                config: ModelConfig {
-                    version: "1".into(),
-                    model,
-                    inputs: Vec::new(),
-                    outputs: Vec::new(),
-                    batching: Batching { buckets, ..Batching::default() },
-                    executables: None,
-                    image: None,
-                },
+                config: ModelConfig::of_source(model, buckets),
                 base: tmp.path().to_path_buf(),
                 files: Vec::new(),
             };
