@@ -131,9 +131,11 @@ VENV_HASH := $(shell { cat $(REQS) $(EXP_REQS) $(DEPLOY_REQS) $(WHEEL_REQS); ech
 VENV_DIR  := $(CACHE_ROOT)/venv-base-$(VENV_HASH)
 XLA_HASH  := $(shell { echo $(XLA_PINS) $(XLA_TV_PIN); $(PY) -V; } 2>/dev/null | sha256sum | cut -c1-16)
 XLA_DIR   := $(CACHE_ROOT)/venv-xla-$(XLA_HASH)
-# A link to another pin set is re-pointed before any rule reads through it.
+# Before any rule reads through a link: one to another pin set is re-pointed, and a missing one
+# is made when its environment is already complete (so make sees the stamps inside it).
 _ := $(shell for p in "$(VENV):$(VENV_DIR)" ".venv-xla:$(XLA_DIR)"; do l=$${p%%:*}; d=$${p#*:}; \
-       test -L $$l && test "$$(readlink $$l)" != "$$d" && ln -sfn $$d $$l; done; true)
+       if [ -L $$l ]; then test "$$(readlink $$l)" = "$$d" || ln -sfn $$d $$l; \
+       elif [ ! -e $$l ] && [ -f $$d/.made ]; then ln -s $$d $$l; fi; done; true)
 
 $(VPY):
 	$(call venv_link,$(VENV),$(VENV_DIR),venv-base,$(VENV_HASH))
