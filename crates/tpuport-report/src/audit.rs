@@ -395,12 +395,13 @@ fn compiler_line(c: &CompilerCheck) -> String {
     } else {
         format!("DOES NOT FIT ({} available)", bytes(c.hbm_limit))
     };
+    // Which verdict agrees: the fit, not the figure (the figure's gap is the percentage).
     let agree = if c.estimate_fits == c.compiler_fits {
-        "the estimate agrees".to_owned()
+        "the estimate's fit verdict agrees".to_owned()
     } else if c.estimate_fits {
-        "the estimate said it fits".to_owned()
+        "the estimate's fit verdict differs (it said it fits)".to_owned()
     } else {
-        "the estimate said it does not fit".to_owned()
+        "the estimate's fit verdict differs (it said it does not fit)".to_owned()
     };
     format!(
         "TPU compiler ({}, {} on {} device{}): {verdict}, {} per device in HBM{code}; estimate {} ({:+.1} %); {agree}",

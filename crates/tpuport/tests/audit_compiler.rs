@@ -94,9 +94,8 @@ fn small_jax_fixtures_are_within_10_percent_of_libtpu() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let summary: Vec<&str> = o.stdout.lines().skip_while(|l| *l != "Summary").take(4).collect();
     assert!(
-        summary
-            .iter()
-            .any(|l| l.contains("TPU compiler (libtpu") && l.contains("the estimate agrees")),
+        summary.iter().any(|l| l.contains("TPU compiler (libtpu")
+            && l.contains("the estimate's fit verdict agrees")),
         "{}",
         o.stdout
     );
