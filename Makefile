@@ -365,7 +365,7 @@ SERVE_FX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat $(TESTDATA)/s
 SERVE_FX_DIR  := $(CACHE_ROOT)/serve-fixtures-$(SERVE_FX_HASH)
 SERVE_FX_LINK := .cache/serve-fixtures
 
-$(SERVE_FX_DIR)/.done: $(VENV)/.stamp $(TESTDATA)/serve_fixtures.py
+$(SERVE_FX_DIR)/.done: $(VENV)/.stamp
 	@rm -rf $(SERVE_FX_DIR)
 	cd /tmp && $(abspath $(VPY)) $(abspath $(TESTDATA)/serve_fixtures.py) --out $(SERVE_FX_DIR)
 	@touch $@
@@ -530,7 +530,7 @@ BENCH_SERVE_FX_HASH := $(shell { grep -E '^($(FIX_PKGS))==' $(REQS); cat scripts
 BENCH_SERVE_FX_DIR  := $(CACHE_ROOT)/bench-serve-fixtures-$(BENCH_SERVE_FX_HASH)
 BENCH_SERVE_FX_LINK := .cache/bench-serve-fixtures
 
-$(BENCH_SERVE_FX_DIR)/.done: $(VENV)/.stamp scripts/bench/bench_serve_models.py
+$(BENCH_SERVE_FX_DIR)/.done: $(VENV)/.stamp
 	@rm -rf $(BENCH_SERVE_FX_DIR)
 	cd /tmp && $(abspath $(VPY)) $(abspath scripts/bench/bench_serve_models.py) --out $(BENCH_SERVE_FX_DIR)
 	@touch $@
