@@ -3,7 +3,10 @@
 //! shapes, each host-bound (and some mildly) and clean. The expectations and the dev /
 //! held-out split were written in `scripts/testdata/host_bound/corpus.json` before the rule
 //! was tuned; this test holds every trace to them, except the misses measured on the held-out
-//! part, which are listed below with their reason and not asserted either way.
+//! part, which are listed below with their reason and not asserted either way, and the traces
+//! recorded while the loop was starved of CPU (the manifest's `contention`, measured from the
+//! scheduler's statistics by the recorder, above its `contention_max`): a starved loop records
+//! the machine's gaps, not its own. Those are reported, and at most a third may be.
 
 #![allow(
     clippy::unwrap_used,
@@ -28,6 +31,14 @@ const KNOWN_MISSES: &[(&str, &str, &str)] = &[
         "with two worker processes on a two-core host the main thread waits ~3.5 ms per ~27 ms \
          step in `_MultiProcessingDataLoaderIter.__next__` receiving batches: named input \
          while the CPU's aten timeline idles",
+    ),
+    (
+        "jax-inann-clean",
+        "fires (moderately) in some recordings",
+        "the clean variant draws a 256x768 normal sample in Python inside the step beside a short \
+         XLA:CPU step on two cores; three recordings on 2026-12-07 measured the device idle 0 %, \
+         6.1 % and 16.4 % of the step (the last with no other process at normal priority), \
+         around xprof's 5 % line",
     ),
     (
         "torch-thread-mild",
@@ -97,6 +108,8 @@ fn recorded_loops_meet_the_expectations_written_before_tuning() {
     // A few large traces take most of the time in a debug build: read them side by side.
     let traces: Vec<(&String, &Value)> = m["traces"].as_object().unwrap().iter().collect();
     let threads = std::thread::available_parallelism().map_or(2, usize::from).clamp(2, 4);
+    let limit = m["contention_max"].as_f64().unwrap_or(f64::INFINITY);
+    let mut starved = Vec::new();
     let mut results: Vec<(usize, Vec<Finding>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|k| {
@@ -112,8 +125,14 @@ fn recorded_loops_meet_the_expectations_written_before_tuning() {
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
     results.sort_by_key(|r| r.0);
+    let total = traces.len();
     for ((id, t), (_, findings)) in traces.into_iter().zip(results) {
         let script = t["script"].as_str().unwrap();
+        if let Some(c) = m["contention"][id].as_f64().filter(|c| *c > limit) {
+            starved
+                .push(format!("{id} ({:.0} % of its runnable time waiting for a CPU)", c * 100.0));
+            continue;
+        }
         let split = m["scripts"][script]["split"].as_str().unwrap().to_owned();
         let prf101: Vec<&Finding> = findings.iter().filter(|f| f.code == "PRF101").collect();
         let fired = prf101.iter().any(|f| f.severity >= Severity::Warning);
@@ -174,6 +193,16 @@ fn recorded_loops_meet_the_expectations_written_before_tuning() {
             f64::from(*tp) / f64::from(tp + fn_).max(1.0)
         );
     }
+    if !starved.is_empty() {
+        eprintln!("recorded under CPU contention, not asserted: {}", starved.join(", "));
+    }
+    assert!(
+        starved.len() * 3 <= total,
+        "{} of {total} traces were recorded on a busy machine ({}): record them again with \
+         `make host-bound-traces` while nothing else runs",
+        starved.len(),
+        starved.join(", ")
+    );
     assert!(failures.is_empty(), "{failures:#?}");
     // The dev part, on which the rule was built, is met in full.
     let dev = counts["dev"];
