@@ -609,7 +609,7 @@ mod tests {
             text.contains("TPU compiler (libtpu 0.0.52, v5e-8 on 1 device): DOES NOT FIT"),
             "{text}"
         );
-        assert!(text.contains("the estimate said it fits"), "{text}");
+        assert!(text.contains("the estimate's fit verdict differs (it said it fits)"), "{text}");
         assert!(text.contains("0 of 1 weights confirmed; restated"), "{text}");
         // Without libtpu: one note, the estimate only.
         let r = report_with(
