@@ -470,8 +470,10 @@ def overload(a, tmp, capacity):
     half = len(kb) // 2
     print(f"  RSS: start {kb[0] / 1024:.0f} MiB, max first half {max(kb[:half]) / 1024:.0f} MiB, "
           f"max second half {max(kb[half:]) / 1024:.0f} MiB, end {kb[-1] / 1024:.0f} MiB ({len(kb)} samples)")
-    check(sent / r["elapsed_s"] >= 1.1 * capacity and reasons["queue_full"] > 0,
-          "the server was past its capacity (sent >= 1.1x, queue-full rejections)")
+    # What 1000 connections can send is bounded by Little's law (each waits for its answer), so
+    # the 10x schedule is offered but not all sent; overload shows as the server refusing.
+    check(reasons["queue_full"] > 0 and rej >= 0.1 * sent,
+          "the server was past its capacity (queue-full refusals, >= 10 % of what was sent refused)")
     check(r["no_response"] == 0 and not other, "every request sent got a 200 or a 503")
     check(s200 == ok + warm and s503 == rej, "client and server agree on the 200 and 503 counts")
     check(sum(reasons.values()) == s503, "every 503 is counted under one rejection reason")
