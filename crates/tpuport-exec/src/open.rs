@@ -161,6 +161,13 @@ pub fn draft_entry(path: &Path, opts: &OpenOptions) -> Result<EntryDraft> {
         return Err(ExecError::config(path, "already a model-repository entry (config.toml)"));
     }
     let mut d = draft(path, &real, &opts.buckets, &opts.data_args)?;
+    if let ModelSource::Onnx { path: file } = &d.config.model {
+        d.files = onnx_files(&real, &d.base, file)?;
+        let confined = Repository::open(&d.base)?;
+        for f in &d.files {
+            confined.confine(&d.base, f)?;
+        }
+    }
     if !crate::repo::valid_model_name(&d.name) {
         "model".clone_into(&mut d.name);
     }
@@ -193,8 +200,8 @@ fn draft(path: &Path, real: &Path, buckets: &[u64], data_args: &[String]) -> Res
         match ext {
             "onnx" => {
                 let b = if buckets.is_empty() { vec![8] } else { buckets.to_vec() };
-                let files = onnx_files(real, &base, &file_name)?;
-                (cfg(ModelSource::Onnx { path: file_name.clone() }, b), files)
+                // Its external data files are listed by `draft_entry` alone (a full parse).
+                (cfg(ModelSource::Onnx { path: file_name.clone() }, b), vec![file_name.clone()])
             }
             "mlir" | "mlirbc" => {
                 let model = tpuport_formats::open(real, &tpuport_formats::ImportOptions::default())
