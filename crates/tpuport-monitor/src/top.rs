@@ -243,20 +243,6 @@ impl Watch {
             let rejected = delta("tpuport_rejections_total", &f);
             let rejection_rate = (answered > 0.0).then(|| rejected / answered);
             let depth = e.sum("tpuport_queue_depth", &f);
-            let mut rejections = BTreeMap::new();
-            for r in e.label_values("tpuport_rejections_total", "reason") {
-                let v = e.sum("tpuport_rejections_total", &[("model", m), ("reason", &r)]);
-                if v > 0.0 {
-                    rejections.insert(r, v);
-                }
-            }
-            let mut shape_drift = BTreeMap::new();
-            for k in e.label_values("tpuport_shape_drift_total", "kind") {
-                let v = e.sum("tpuport_shape_drift_total", &[("model", m), ("kind", &k)]);
-                if v > 0.0 {
-                    shape_drift.insert(k, v);
-                }
-            }
             let by = |name: &str, label: &str| -> BTreeMap<String, f64> {
                 let mut out = BTreeMap::new();
                 for k in e.label_values(name, label) {
@@ -267,6 +253,8 @@ impl Watch {
                 }
                 out
             };
+            let rejections = by("tpuport_rejections_total", "reason");
+            let shape_drift = by("tpuport_shape_drift_total", "kind");
             let refusals = by("tpuport_input_refusals_total", "reason");
             let refused = delta("tpuport_input_refusals_total", &f);
             let refusal_rate = (answered > 0.0).then(|| refused / answered);
