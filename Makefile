@@ -33,6 +33,10 @@ TPUPORT  := $(or $(TPUPORT_BIN),$(RELEASE_DIR)/tpuport)
 LIBTPU_SO = $$(ls .cache/libtpu/*/libtpu/libtpu.so 2>/dev/null | head -n1)
 # Every `pip install` into .venv holds this lock: under `make -j` two stamps may want it at once.
 PIP_LOCK := flock $(VENV)/.pip.lock
+# pip writes console scripts (auditwheel, pyflakes, torchrun) with the interpreter it was run by as
+# their `#!` line: run through the link, that names this clone's path, which is gone once the
+# clone is (the environment is shared by every clone on the machine). So pip runs by the real path.
+VPIP     := $(PIP_LOCK) "$$(cd $(VENV) && pwd -P)/bin/python" -m pip
 
 # Removes the cache sets of NAME other than the current one (`$(call prune,NAME,HASH)`): old
 # sets are GBs each.
@@ -93,7 +97,7 @@ check: $(VENV)/.check-stamp lint ## fmt, clippy, every test needing no generated
 	env $(CHECK_ENV) $(CARGO) nextest run --workspace --locked --profile check
 
 $(VENV)/.check-stamp: | $(VPY)
-	$(PIP_LOCK) $(VPY) -m pip install -q $$(grep -E '^($(CHECK_PKGS))==' $(REQS))
+	$(VPIP) install -q $$(grep -E '^($(CHECK_PKGS))==' $(REQS))
 	@touch $@
 
 # ---------------------------------------------------------------------------------------------
@@ -137,23 +141,28 @@ XLA_DIR   := $(CACHE_ROOT)/venv-xla-$(XLA_HASH)
 _ := $(shell for p in "$(VENV):$(VENV_DIR)" ".venv-xla:$(XLA_DIR)"; do l=$${p%%:*}; d=$${p#*:}; \
        if [ -L $$l ]; then test "$$(readlink $$l)" = "$$d" || ln -sfn $$d $$l; \
        elif [ ! -e $$l ] && [ -f $$d/.made ]; then ln -s $$d $$l; fi; done; true)
+# Environments made before pip ran by the real path may hold console scripts whose `#!` names a
+# clone that is gone: they are pointed at the environment's own interpreter.
+_ := $(shell for d in $(VENV_DIR) $(XLA_DIR); do [ -f $$d/.made ] || continue; \
+       for f in $$(grep -l '^\#!/.*/bin/python' $$d/bin/* 2>/dev/null); do \
+         i=$$(head -1 $$f | cut -c3-); [ -x "$$i" ] || sed -i "1s|.*|#!$$d/bin/python|" $$f; done; done; true)
 
 $(VPY):
 	$(call venv_link,$(VENV),$(VENV_DIR),venv-base,$(VENV_HASH))
 
 $(VENV)/.stamp: | $(VPY)
-	$(PIP_LOCK) $(VPY) -m pip install -q -r $(REQS)
+	$(VPIP) install -q -r $(REQS)
 	@touch $@
 
 $(VENV)/.exports-stamp: $(VENV)/.stamp
-	$(PIP_LOCK) $(VPY) -m pip install -q -r $(EXP_REQS)
-	$(PIP_LOCK) $(VPY) -m pip install -q --no-deps $(KERAS_HUB)
+	$(VPIP) install -q -r $(EXP_REQS)
+	$(VPIP) install -q --no-deps $(KERAS_HUB)
 	@touch $@
 
 # `tpuport deploy`'s offline manifest validation (scripts/tools/validate_manifests.py):
 # kubernetes-validate and jsonschema.
 $(VENV)/.deploy-stamp: $(VENV)/.stamp
-	$(PIP_LOCK) $(VPY) -m pip install -q -r $(DEPLOY_REQS)
+	$(VPIP) install -q -r $(DEPLOY_REQS)
 	@touch $@
 
 # torch_xla 2.9.0 needs torch 2.9.0, the project venv has a newer torch: a second venv (multi-GB),
@@ -163,12 +172,12 @@ $(VENV_XLA)/bin/python:
 	$(call venv_link,$(VENV_XLA),$(XLA_DIR),venv-xla,$(XLA_HASH))
 
 $(VENV_XLA)/.stamp: | $(VENV_XLA)/bin/python
-	$(VENV_XLA)/bin/python -m pip install -q $(XLA_PINS) numpy \
+	"$$(cd $(VENV_XLA) && pwd -P)/bin/python" -m pip install -q $(XLA_PINS) numpy \
 	  || { echo "error: could not install $(XLA_PINS) into $(VENV_XLA): the torch_xla e2e part cannot run"; exit 2; }
 	@touch $@
 
 $(VENV_XLA)/.stamp-torchvision: $(VENV_XLA)/.stamp
-	$(VENV_XLA)/bin/python -m pip install -q $(XLA_TV_PIN) \
+	"$$(cd $(VENV_XLA) && pwd -P)/bin/python" -m pip install -q $(XLA_TV_PIN) \
 	  || { echo "error: could not install $(XLA_TV_PIN) into $(VENV_XLA)"; exit 2; }
 	@touch $@
 
@@ -475,7 +484,7 @@ shard-verify-check: venv $(VENV)/.exports-stamp build libtpu ## shard --verify v
 
 DEMO_PKGS := numpy|onnxruntime|xla-cpu-pjrt
 $(VENV)/.demo-stamp: | $(VPY)
-	$(PIP_LOCK) $(VPY) -m pip install -q $$(grep -E '^($(DEMO_PKGS))==' $(REQS))
+	$(VPIP) install -q $$(grep -E '^($(DEMO_PKGS))==' $(REQS))
 	@touch $@
 
 DEMO_HASH := $(shell { grep -E '^($(DEMO_PKGS))==' $(REQS); cat $(TESTDATA)/demo_models.py; } 2>/dev/null | sha256sum | cut -c1-16)
@@ -605,7 +614,7 @@ conformance: venv build ## ONNX backend test cases through tpuport lower on the 
 .PHONY: wheel wheel-tools wheel-install wheel-uninstall test-wheel
 
 $(VENV)/.wheel-stamp: $(VENV)/.stamp
-	$(PIP_LOCK) $(VPY) -m pip install -q -r $(WHEEL_REQS)
+	$(VPIP) install -q -r $(WHEEL_REQS)
 	@touch $@
 
 wheel-tools: $(VENV)/.wheel-stamp
