@@ -81,7 +81,8 @@ MODELS: dict[str, tuple[str, str, str, str]] = {
     "hf_t5_small_encoder": ("held-out", "t5", "transformers", "t5"),
     "keras_convnext_tiny": ("held-out", "convnext", "keras", "ConvNeXtTiny"),
     "keras_xception": ("held-out", "xception", "keras", "Xception"),
-    "keras_regnetx_002": ("held-out", "regnet", "keras", "RegNetX002"),
+    "keras_efficientnet_v2_b0": ("held-out", "efficientnet_v2", "keras", "EfficientNetV2B0"),
+    "keras_inception_v3": ("held-out", "inception", "keras", "InceptionV3"),
     "kerashub_gpt2_base": ("held-out", "gpt2_kerashub", "kerashub", "gpt2"),
 }
 
