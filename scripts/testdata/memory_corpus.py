@@ -21,8 +21,9 @@ frameworks, Inception and ConvNeXt held-out in both).
 
 Output: ${XDG_CACHE_HOME:-$HOME/.cache}/tpuport/memory-corpus-<sha256(this file)[:16]>/
   <name>/model.onnx or <name>/jit.mlir, and index.json (name, split, family, framework, file,
-  parameters, input shapes); made in a temporary folder and renamed, so a rerun with the folder
-  present is a no-op. `--only NAME...` rebuilds nothing, it exports those into --out (a debug aid).
+  parameters, input shapes). Models are exported one process each into a partial folder that
+  an interrupted run resumes, renamed to the output once complete; a rerun with the output
+  present is a no-op. `--only NAME... --out DIR` exports just those into DIR (a debug aid).
 Prints the output folder on stdout (last line).
 """
 
@@ -33,8 +34,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -135,6 +136,9 @@ def torch_model(framework: str, arg: str, path: Path) -> dict:
     import torch
 
     torch.manual_seed(0)
+    # torchvision's ViT takes torch's fused attention fast path under no_grad, which has no
+    # ONNX export; off, the same attention runs through exportable ops.
+    torch.backends.mha.set_fastpath_enabled(False)
     if framework == "torchvision":
         import torchvision
 
@@ -225,7 +229,22 @@ def build(out: Path, names: list[str]) -> dict:
             info = jax_model(framework, arg, d / file)
         index[name] = {"split": split, "family": family, "framework": framework, "source": arg,
                        "file": f"{name}/{file}", **info}
+        (d / "info.json").write_text(json.dumps(index[name], indent=1, sort_keys=True))
         log(f"{name}: {info['parameters']:,} parameters, {time.time() - t:.1f} s")
+    return index
+
+
+def build_each(out: Path) -> dict:
+    """One process per model: torch and jaxlib each register LLVM's command-line options, and
+    one process holding both aborts (`Option ... registered more than once`)."""
+    index = {}
+    for name in MODELS:
+        if (out / name / "info.json").is_file():  # made by an interrupted run of this version
+            index[name] = json.loads((out / name / "info.json").read_text())
+            continue
+        subprocess.run([sys.executable, __file__, "--only", name, "--out", str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+        index[name] = json.loads((out / name / "info.json").read_text())
     return index
 
 
@@ -242,14 +261,13 @@ def main() -> None:
         print(dst)
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".memory-corpus-", dir=dst.parent))
-    try:
-        index = build(tmp, list(MODELS))
-        (tmp / "index.json").write_text(json.dumps(index, indent=1, sort_keys=True))
-        os.rename(tmp, dst)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # Models are exported into a partial folder of this version, which an interrupted run
+    # resumes; it becomes the corpus (one rename) once every model and the index are in.
+    tmp = dst.parent / f".{dst.name}.partial"
+    tmp.mkdir(exist_ok=True)
+    index = build_each(tmp)
+    (tmp / "index.json").write_text(json.dumps(index, indent=1, sort_keys=True))
+    os.rename(tmp, dst)
     for old in dst.parent.glob("memory-corpus-*"):
         if old != dst:
             shutil.rmtree(old, ignore_errors=True)
