@@ -75,32 +75,46 @@ struct Score {
     found: usize,
 }
 
-#[test]
-fn check_precision_and_recall_on_the_corpus() {
-    let files = manifest();
-    let repos: BTreeSet<String> = std::fs::read_to_string(corpus().join("MANIFEST.tsv"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split('\t').nth(1).map(str::to_owned))
-        .collect();
-    assert!(files.len() >= 15, "the corpus holds {} scripts, at least 15 wanted", files.len());
-    assert!(
-        repos.len() >= 6,
-        "the corpus comes from {} repositories, at least 6 wanted",
-        repos.len()
-    );
+impl Score {
+    fn add(&mut self, o: &Score) {
+        self.findings += o.findings;
+        self.true_findings += o.true_findings;
+        self.expected += o.expected;
+        self.found += o.found;
+    }
+    fn precision(&self) -> f64 {
+        self.true_findings as f64 / self.findings.max(1) as f64
+    }
+    fn recall(&self) -> f64 {
+        self.found as f64 / self.expected.max(1) as f64
+    }
+}
+
+/// One corpus part scored: the totals, one console line per script (with its misses and
+/// false alarms when `details`), the markdown table and the list of misses for the docs.
+struct Scored {
+    total: Score,
+    report: String,
+    table: String,
+    notes: String,
+}
+
+/// Scores `check --preview` on `files` (paths relative to `dir`, repository of each) against
+/// their `.expect` files.
+fn score(dir: &Path, files: &[(String, String)], details: bool) -> Scored {
     let rules = RuleSet::all();
-    let mut total = Score::default();
-    let mut report = String::new();
-    let mut table = String::from(
-        "| Script | Repository | Expected | Found | Findings | True findings | Precision | Recall |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
-    );
-    let mut notes = String::new();
-    for (file, _) in &files {
-        let source = std::fs::read_to_string(corpus().join(file)).unwrap();
-        let expect = read_expectations(&corpus().join(file.replace(".py", ".expect")));
+    let mut out = Scored {
+        total: Score::default(),
+        report: String::new(),
+        table: String::from(
+            "| Script | Repository | Expected | Found | Findings | True findings | Precision | Recall |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|\n",
+        ),
+        notes: String::new(),
+    };
+    for (file, repo) in files {
+        let source = std::fs::read_to_string(dir.join(file)).unwrap();
+        let expect = read_expectations(&dir.join(file.replace(".py", ".expect")));
         let result = lint_source(&source, &rules).unwrap();
         let index = tpuport_python::LineIndex::new(&source);
         let mut s = Score { expected: expect.len(), ..Score::default() };
@@ -130,8 +144,8 @@ fn check_precision_and_recall_on_the_corpus() {
                 misses.push(format!("    missed {} {}", e.line, e.code));
             }
         }
-        report.push_str(&format!(
-            "  {file:<40} findings {:>3}  true {:>3}  expected {:>3}  found {:>3}  precision {:>6}  recall {:>6}\n",
+        out.report.push_str(&format!(
+            "  {file:<44} findings {:>3}  true {:>3}  expected {:>3}  found {:>3}  precision {:>6}  recall {:>6}\n",
             s.findings,
             s.true_findings,
             s.expected,
@@ -139,9 +153,8 @@ fn check_precision_and_recall_on_the_corpus() {
             ratio(s.true_findings, s.findings),
             ratio(s.found, s.expected),
         ));
-        table.push_str(&format!(
-            "| `{file}` | {} | {} | {} | {} | {} | {} | {} |\n",
-            repo_of(file),
+        out.table.push_str(&format!(
+            "| `{file}` | {repo} | {} | {} | {} | {} | {} | {} |\n",
             s.expected,
             s.found,
             s.findings,
@@ -150,43 +163,62 @@ fn check_precision_and_recall_on_the_corpus() {
             ratio(s.found, s.expected),
         ));
         for m in misses {
-            notes.push_str(&format!("- `{file}`: {}\n", m.trim()));
-            report.push_str(&m);
-            report.push('\n');
+            out.notes.push_str(&format!("- `{file}`: {}\n", m.trim()));
+            if details {
+                out.report.push_str(&m);
+                out.report.push('\n');
+            }
         }
-        total.findings += s.findings;
-        total.true_findings += s.true_findings;
-        total.expected += s.expected;
-        total.found += s.found;
+        out.total.add(&s);
     }
-    let precision = total.true_findings as f64 / total.findings.max(1) as f64;
-    let recall = total.found as f64 / total.expected.max(1) as f64;
+    let n_repos = files.iter().map(|(_, r)| r).collect::<BTreeSet<_>>().len();
+    out.table.push_str(&format!(
+        "| **total** ({} scripts, {n_repos} repositories) | | {} | {} | {} | {} | {:.1} % | {:.1} % |\n",
+        files.len(),
+        out.total.expected,
+        out.total.found,
+        out.total.findings,
+        out.total.true_findings,
+        out.total.precision() * 100.0,
+        out.total.recall() * 100.0
+    ));
+    if out.notes.is_empty() {
+        out.notes.push_str("- none\n");
+    }
+    out
+}
+
+#[test]
+fn check_precision_and_recall_on_the_corpus() {
+    let files: Vec<(String, String)> = manifest()
+        .into_iter()
+        .map(|(f, _)| {
+            let repo = repo_of(&f);
+            (f, repo)
+        })
+        .collect();
+    let repos: BTreeSet<&String> = files.iter().map(|(_, r)| r).collect();
+    assert!(files.len() >= 15, "the corpus holds {} scripts, at least 15 wanted", files.len());
+    assert!(
+        repos.len() >= 6,
+        "the corpus comes from {} repositories, at least 6 wanted",
+        repos.len()
+    );
+    let s = score(&corpus(), &files, true);
+    let (precision, recall) = (s.total.precision(), s.total.recall());
     println!(
-        "corpus: {} scripts from {} repositories\n{report}total: findings {}, true {}, expected {}, found {}: precision {:.1} %, recall {:.1} %",
+        "corpus: {} scripts from {} repositories\n{}total: findings {}, true {}, expected {}, found {}: precision {:.1} %, recall {:.1} %",
         files.len(),
         repos.len(),
-        total.findings,
-        total.true_findings,
-        total.expected,
-        total.found,
+        s.report,
+        s.total.findings,
+        s.total.true_findings,
+        s.total.expected,
+        s.total.found,
         precision * 100.0,
         recall * 100.0
     );
-    table.push_str(&format!(
-        "| **total** ({} scripts, {} repositories) | | {} | {} | {} | {} | {:.1} % | {:.1} % |\n",
-        files.len(),
-        repos.len(),
-        total.expected,
-        total.found,
-        total.findings,
-        total.true_findings,
-        precision * 100.0,
-        recall * 100.0
-    ));
-    if notes.is_empty() {
-        notes.push_str("- none\n");
-    }
-    let doc = format!("\n{table}\nMissed expectations and false alarms:\n\n{notes}\n");
+    let doc = format!("\n{}\nMissed expectations and false alarms:\n\n{}\n", s.table, s.notes);
     tpuport_testkit::docs::check_region(
         &tpuport_testkit::repo_root().join("docs/port.md"),
         "<!-- corpus-table:begin -->\n",
@@ -196,12 +228,75 @@ fn check_precision_and_recall_on_the_corpus() {
     );
     assert!(
         precision >= MIN_PRECISION && recall >= MIN_RECALL,
-        "precision {:.1} % (min {:.0} %), recall {:.1} % (min {:.0} %)\n{report}",
+        "precision {:.1} % (min {:.0} %), recall {:.1} % (min {:.0} %)\n{}",
         precision * 100.0,
         MIN_PRECISION * 100.0,
         recall * 100.0,
-        MIN_RECALL * 100.0
+        MIN_RECALL * 100.0,
+        s.report
     );
+}
+
+/// The second corpus (`resources/corpus-unseen`, issue 36): scripts from 30 repositories the
+/// rules were not written against, split by repository (`SPLIT.tsv`) before any rule change.
+/// The development half prints every miss and false alarm; the held-out half prints only its
+/// totals (it is measured, never read while writing rules) and its per-script table goes to
+/// `docs/port.md`. Fails when either half falls below the floor measured when the corpus came
+/// in (a ratchet: raise it as the rules improve; the acceptance goal is 95 % / 85 % held out).
+#[test]
+fn check_on_scripts_the_rules_were_not_written_against() {
+    // Measured when the corpus came in (2026-12-07, before any rule change): dev 79.9 % /
+    // 62.7 %, held-out 55.8 % / 42.1 %.
+    const FLOORS: [(&str, f64, f64); 2] = [("dev", 0.79, 0.62), ("held-out", 0.55, 0.42)];
+    let dir = unseen();
+    let split = std::fs::read_to_string(dir.join("SPLIT.tsv")).unwrap();
+    let rows: Vec<Vec<&str>> = split.lines().skip(1).map(|l| l.split('\t').collect()).collect();
+    assert!(rows.len() >= 50, "{} scripts in SPLIT.tsv", rows.len());
+    let mut doc = String::new();
+    let mut failed = Vec::new();
+    for (part, min_p, min_r) in FLOORS {
+        let files: Vec<(String, String)> = rows
+            .iter()
+            .filter(|c| c[4] == part)
+            .map(|c| (format!("{}/{}", c[1], c[0]), c[2].to_owned()))
+            .collect();
+        let s = score(&dir, &files, part == "dev");
+        let (p, r) = (s.total.precision(), s.total.recall());
+        println!(
+            "{part}: {} scripts\n{}{part} total: findings {}, true {}, expected {}, found {}: precision {:.1} %, recall {:.1} %\n",
+            files.len(),
+            if part == "dev" { s.report.as_str() } else { "" },
+            s.total.findings,
+            s.total.true_findings,
+            s.total.expected,
+            s.total.found,
+            p * 100.0,
+            r * 100.0
+        );
+        doc.push_str(&format!("\n**{part}**\n\n{}", s.table));
+        if p < min_p || r < min_r {
+            failed.push(format!(
+                "{part}: precision {:.1} % (floor {:.1} %), recall {:.1} % (floor {:.1} %)",
+                p * 100.0,
+                min_p * 100.0,
+                r * 100.0,
+                min_r * 100.0
+            ));
+        }
+    }
+    doc.push('\n');
+    tpuport_testkit::docs::check_region(
+        &tpuport_testkit::repo_root().join("docs/port.md"),
+        "<!-- unseen-corpus-table:begin -->\n",
+        "<!-- unseen-corpus-table:end -->",
+        &doc,
+        "TPUPORT_UPDATE_DOCS=1 cargo test -p tpuport-lint --test corpus",
+    );
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+fn unseen() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/corpus-unseen")
 }
 
 /// The repository column of MANIFEST.tsv for `file`.
