@@ -94,6 +94,9 @@ pub(crate) struct Semantic {
     /// Names bound to tensors, with the scopes that bind them so (see [`crate::scope`]); keyed
     /// by name so a lookup does not allocate.
     pub(crate) tensor_names: HashMap<String, HashSet<u32>>,
+    /// Names bound to an iterator of Python integers (`steps = trange(n)`): a loop over them,
+    /// or over a `zip` with them, counts; it does not bind tensors.
+    pub(crate) counters: HashSet<String>,
     /// Names (or `self.attr` chains) bound to a `torch.utils.data.DataLoader(...)`, parameters
     /// annotated as one, and parameters named like one (`dataloader`, `train_loader`); minus
     /// those rebound from `accelerator.prepare(...)`, which places batches itself.
@@ -907,6 +910,21 @@ impl<'a> Visitor<'a> for LoopCollector<'_> {
     fn visit_expr(&mut self, _e: &'a Expr) {}
 }
 
+/// Whether iterating `e` yields Python integers: `range(...)`, `itertools.count()`,
+/// `tqdm.trange(...)`, a progress bar over one of those (`tqdm(range(n))`), or a name bound to
+/// one (`steps = trange(start, total)`).
+fn counts(e: &Expr, counters: &HashSet<String>) -> bool {
+    if let Some(n) = e.as_name() {
+        return counters.contains(n);
+    }
+    let Some(c) = e.as_call() else { return false };
+    match c.func.last_name() {
+        Some("range" | "count" | "trange") => true,
+        Some("tqdm") => c.args.first().is_some_and(|a| counts(a, counters)),
+        _ => false,
+    }
+}
+
 /// Collects names bound to tensors, per scope: receivers of `.backward()`, results of model /
 /// loss / library / jitted calls, arithmetic on those, and the batch variables of step loops
 /// (not their counters: `range`, `enumerate` and `zip(range(..), ..)` give Python ints).
@@ -965,12 +983,8 @@ impl TensorCollector<'_> {
     fn add_loop_target(&mut self, target: &Expr, iter: &Expr) {
         let call = iter.as_call();
         let name = call.and_then(|c| c.func.as_name());
-        let is_counter = |e: &Expr| {
-            e.as_call().is_some_and(|c| {
-                matches!(c.func.as_name(), Some("range" | "count"))
-                    || c.func.last_name() == Some("count")
-            })
-        };
+        let counters = self.sem.counters.clone();
+        let is_counter = |e: &Expr| counts(e, &counters);
         match (name, &target.kind) {
             (Some("range"), _) => {}
             (Some("enumerate"), ExprKind::Tuple(v)) => {
@@ -1003,6 +1017,11 @@ impl<'a> Visitor<'a> for TensorCollector<'_> {
             }
             StmtKind::Assign { targets, value } if self.value_is_tensor(value) => {
                 targets.iter().for_each(|t| self.add_target(t));
+            }
+            StmtKind::Assign { targets, value } if counts(value, &self.sem.counters) => {
+                for n in targets.iter().filter_map(Expr::as_name) {
+                    self.sem.counters.insert(n.to_owned());
+                }
             }
             StmtKind::AugAssign { target, value } if self.value_is_tensor(value) => {
                 self.add_target(target)

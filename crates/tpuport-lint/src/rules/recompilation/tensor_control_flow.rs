@@ -33,7 +33,9 @@ tpuport_codes::documented! {
     ///     loss = torch.where(loss > 10, loss * 0.1, loss)
     ///     loss.backward()
     /// ```
-    /// In JAX use `jax.lax.cond` / `jnp.where`, or mark the argument static.
+    /// In JAX use `jax.lax.cond` / `jnp.where`, or mark the argument static. Inside a
+    /// `tf.function` the rule is silent: AutoGraph turns such statements into `tf.cond` /
+    /// `tf.while_loop`.
     ///
     /// ## Fix safety
     /// There is no fix.
@@ -54,6 +56,11 @@ impl Violation for TensorControlFlow {
 }
 
 pub(crate) fn check(checker: &mut Checker, stmt: &Stmt) {
+    // Inside `tf.function`, AutoGraph rewrites an `if` / `while` on a tensor into `tf.cond` /
+    // `tf.while_loop`: one graph, no host read.
+    if checker.jit_context().is_some_and(|(j, _)| j.transform == "tensorflow.function") {
+        return;
+    }
     if !(checker.in_step_region() || checker.jit_context().is_some()) {
         return;
     }
