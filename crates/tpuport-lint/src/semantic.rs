@@ -847,38 +847,61 @@ struct LoopCollector<'s> {
 }
 
 impl LoopCollector<'_> {
-    /// An evaluation loop: it iterates a data loader and calls the model on each batch.
+    /// A loop that steps a model by what it does, whatever it is called: it iterates a data
+    /// loader (directly, or through `enumerate` / `tqdm` / a logger's `log_every(loader, ..)`)
+    /// and runs a model on the batch (a call to a model-like name, or a batch moved to the
+    /// device with `.to(..)` / `.cuda()`); or it steps an environment (`env.step(action)`), where
+    /// each iteration runs the policy once.
     fn is_eval_loop(&self, iter: &Expr, body: &[Stmt]) -> bool {
-        let inner = match iter.as_call() {
-            Some(c) if c.func.as_name() == Some("enumerate") => c.args.first(),
-            _ => Some(iter),
+        let is_loader = |e: &Expr| {
+            e.dotted().is_some_and(|d| {
+                self.sem.dataloaders.contains(&d)
+                    || is_loader_name(d.rsplit('.').next().unwrap_or(""))
+            })
         };
-        let over_loader = inner.and_then(Expr::dotted).is_some_and(|d| {
-            self.sem.dataloaders.contains(&d) || is_loader_name(d.rsplit('.').next().unwrap_or(""))
-        });
-        if !over_loader {
-            return false;
-        }
-        struct Find(bool);
-        impl<'a> Visitor<'a> for Find {
-            fn visit_stmt(&mut self, s: &'a Stmt) {
-                if !matches!(s.kind, StmtKind::FunctionDef(_) | StmtKind::ClassDef(_)) {
-                    walk_stmt(self, s);
-                }
-            }
-            fn visit_expr(&mut self, e: &'a Expr) {
-                if let Some(c) = e.as_call()
-                    && (c.func.as_name().is_some() || c.func.root_name() == Some("self"))
-                    && c.func.last_name().is_some_and(is_model_name)
-                {
-                    self.0 = true;
-                }
-                walk_expr(self, e);
-            }
-        }
-        let mut f = Find(false);
+        let over_loader = is_loader(iter)
+            || iter.as_call().is_some_and(|c| c.args.iter().take(2).any(|a| is_loader(a)));
+        let mut f = Find { model: false, device: false, env: false };
         f.visit_body(body);
-        f.0
+        (over_loader && (f.model || f.device)) || f.env
+    }
+}
+
+/// What a loop body does, for [`LoopCollector::is_eval_loop`] (nested functions not entered).
+struct Find {
+    model: bool,
+    device: bool,
+    env: bool,
+}
+
+impl<'a> Visitor<'a> for Find {
+    fn visit_stmt(&mut self, s: &'a Stmt) {
+        if !matches!(s.kind, StmtKind::FunctionDef(_) | StmtKind::ClassDef(_)) {
+            walk_stmt(self, s);
+        }
+    }
+    fn visit_expr(&mut self, e: &'a Expr) {
+        if let Some(c) = e.as_call() {
+            let last = c.func.last_name().unwrap_or("");
+            if (c.func.as_name().is_some() || c.func.root_name() == Some("self"))
+                && is_model_name(last)
+            {
+                self.model = true;
+            }
+            if let ExprKind::Attribute { value, attr } = &c.func.kind {
+                match attr.name.as_str() {
+                    "to" | "cuda" => self.device = true,
+                    "step" => {
+                        let recv = value.last_name().unwrap_or("").to_ascii_lowercase();
+                        if recv == "env" || recv == "envs" || recv.ends_with("_env") {
+                            self.env = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk_expr(self, e);
     }
 }
 
