@@ -92,6 +92,12 @@ impl<'a> Checker<'a> {
         self.diagnostics.last_mut()
     }
 
+    /// Whether `rule` already reported at `span` (a constant reaching several calls is
+    /// reported once).
+    pub(crate) fn reported(&self, rule: crate::codes::Rule, span: Span) -> bool {
+        self.diagnostics.iter().any(|d| d.rule == rule && d.span == span)
+    }
+
     /// Whether the file imports `f`.
     pub(crate) fn uses(&self, f: Framework) -> bool {
         self.semantic.uses(f)

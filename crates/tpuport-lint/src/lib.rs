@@ -9,6 +9,7 @@
 mod analyze;
 mod checker;
 pub mod codes;
+mod constants;
 mod diagnostic;
 mod docs;
 mod error;

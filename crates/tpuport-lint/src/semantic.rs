@@ -97,6 +97,8 @@ pub(crate) struct Semantic {
     /// Names bound to an iterator of Python integers (`steps = trange(n)`): a loop over them,
     /// or over a `zip` with them, counts; it does not bind tensors.
     pub(crate) counters: HashSet<String>,
+    /// String constants that reach names and option attributes (`backend = "nccl"`).
+    pub(crate) consts: crate::constants::ConstStrings,
     /// Names (or `self.attr` chains) bound to a `torch.utils.data.DataLoader(...)`, parameters
     /// annotated as one, and parameters named like one (`dataloader`, `train_loader`); minus
     /// those rebound from `accelerator.prepare(...)`, which places batches itself.
@@ -136,6 +138,7 @@ impl Semantic {
             has_prefetch: source.contains(".prefetch("),
             mentions_tpu_strategy: source.contains("TPUStrategy"),
             scopes: Scopes::build(module),
+            consts: crate::constants::ConstStrings::build(module),
             ..Semantic::default()
         };
         let mut imports = ImportCollector::default();
@@ -852,15 +855,16 @@ impl LoopCollector<'_> {
     /// and runs a model on the batch (a call to a model-like name, or a batch moved to the
     /// device with `.to(..)` / `.cuda()`); or it steps an environment (`env.step(action)`), where
     /// each iteration runs the policy once.
-    fn is_eval_loop(&self, iter: &Expr, body: &[Stmt]) -> bool {
+    fn is_eval_loop(&self, iter: Option<&Expr>, body: &[Stmt]) -> bool {
         let is_loader = |e: &Expr| {
             e.dotted().is_some_and(|d| {
                 self.sem.dataloaders.contains(&d)
                     || is_loader_name(d.rsplit('.').next().unwrap_or(""))
             })
         };
-        let over_loader = is_loader(iter)
-            || iter.as_call().is_some_and(|c| c.args.iter().take(2).any(|a| is_loader(a)));
+        let over_loader = iter.is_some_and(|i| {
+            is_loader(i) || i.as_call().is_some_and(|c| c.args.iter().take(2).any(is_loader))
+        });
         let mut f = Find { model: false, device: false, env: false };
         f.visit_body(body);
         (over_loader && (f.model || f.device)) || f.env
@@ -921,7 +925,7 @@ impl<'a> Visitor<'a> for LoopCollector<'_> {
         if let Some(body) = body {
             let mut finder = StepCallFinder { sem: self.sem, found: false, descend_loops: false };
             finder.visit_body(body);
-            let eval = !finder.found && iter.is_some_and(|i| self.is_eval_loop(i, body));
+            let eval = !finder.found && self.is_eval_loop(iter, body);
             if finder.found || eval {
                 let over_range =
                     iter.and_then(Expr::as_call).is_some_and(|c| c.func.as_name() == Some("range"));

@@ -56,7 +56,22 @@ fn report(
     replace_span: tpuport_python::Span,
     replacement: &str,
 ) {
-    let Some(s) = arg.as_str() else { return };
+    let Some(s) = arg.as_str() else {
+        // A device built or chosen elsewhere: `f"cuda:{rank}"`, `"cuda:{:d}".format(rank)`,
+        // `"cuda" if c else "cpu"`, a variable or an argparse default reaching the call.
+        // Reported where the CUDA string is written, without a fix.
+        let source = checker.source;
+        for (span, s) in checker.semantic.consts.reaching(arg, source) {
+            let cuda = is_cuda_device(&s) || s.starts_with("cuda:");
+            if cuda && !checker.reported(crate::codes::Rule::CudaDeviceString, span) {
+                // A literal is named by its value, a formatted string by its text.
+                let text = checker.text(span);
+                let device = if text.trim_matches(['"', '\'']) == s { s } else { text.to_owned() };
+                checker.report(&CudaDeviceString { device }, span);
+            }
+        }
+        return;
+    };
     if !is_cuda_device(s) {
         return;
     }

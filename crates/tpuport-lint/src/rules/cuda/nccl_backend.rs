@@ -56,6 +56,14 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
     }
     let Some(arg) = call.arg(0, "backend") else { return };
     if arg.as_str() != Some("nccl") {
+        // Through a variable or an option (`backend = "nccl" if cuda else "gloo"`, argparse's
+        // `default="nccl"`): reported where the constant is written, without a fix.
+        let source = checker.source;
+        for (span, s) in checker.semantic.consts.reaching(arg, source) {
+            if s == "nccl" && !checker.reported(crate::codes::Rule::NcclBackend, span) {
+                checker.report(&NcclBackend {}, span);
+            }
+        }
         return;
     }
     let span = arg.span;
