@@ -350,6 +350,9 @@ impl<'a> Visitor<'a> for Adapter<'_, 'a> {
 /// `Some(true)` when the `if` body runs only on TPU (`platform == "tpu"`), `Some(false)` when
 /// it runs only off TPU (`platform != "tpu"`, `== "gpu"` / `"cuda"` / `"cpu"`).
 fn platform_test(test: &Expr) -> Option<bool> {
+    if cuda_guard(test) {
+        return Some(false);
+    }
     let ExprKind::Compare { left, ops, comparators } = &test.kind else { return None };
     let ([op], [right]) = (ops.as_slice(), comparators.as_slice()) else { return None };
     let lit = right.as_str().or_else(|| left.as_str())?.to_ascii_lowercase();
@@ -362,6 +365,23 @@ fn platform_test(test: &Expr) -> Option<bool> {
         "tpu" => Some(eq),
         "gpu" | "cuda" | "cpu" | "rocm" if eq => Some(false),
         _ => None,
+    }
+}
+
+/// A test that holds only where CUDA is: `torch.cuda.is_available()`, a flag named for it
+/// (`use_cuda`, `args.cuda`, `is_cuda_available`), or an `and` with one of those.
+fn cuda_guard(test: &Expr) -> bool {
+    match &test.kind {
+        ExprKind::BoolOp { is_and: true, values } => values.iter().any(cuda_guard),
+        _ => {
+            if let Some(c) = test.as_call() {
+                return c.func.dotted().is_some_and(|d| d.ends_with("cuda.is_available"));
+            }
+            test.last_name().is_some_and(|n| {
+                let n = n.to_ascii_lowercase();
+                n == "cuda" || n == "use_cuda" || n == "is_cuda_available" || n == "cuda_available"
+            })
+        }
     }
 }
 

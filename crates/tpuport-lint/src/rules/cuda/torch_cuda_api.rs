@@ -55,6 +55,10 @@ impl Violation for TorchCudaApi {
 }
 
 pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
+    // Under `if torch.cuda.is_available():` (or `if use_cuda:`) the call never runs on a TPU VM.
+    if checker.in_non_tpu_branch() {
+        return;
+    }
     let Some(q) = checker.semantic.qualified_name(&call.func) else { return };
     let Some(name) = q.strip_prefix("torch.cuda.") else { return };
     if name.starts_with("amp") {
