@@ -771,7 +771,11 @@ impl<'a> Visitor<'a> for DefCollector<'_> {
                     }
                 }
                 if let Some(call) = value.as_call()
-                    && crate::rules::helpers::method(call).is_some_and(|(_, m)| m == "prepare")
+                    // 🤗 Accelerate's `accelerator.prepare(...)`, Lightning Fabric's
+                    // `fabric.setup_dataloaders(...)`: the loaders they return place batches on
+                    // the device themselves.
+                    && crate::rules::helpers::method(call)
+                        .is_some_and(|(_, m)| m == "prepare" || m == "setup_dataloaders")
                 {
                     for t in targets {
                         let mut names = Vec::new();
