@@ -568,12 +568,19 @@ bench-serve: venv venv-serve venv-peers bench-serve-fixtures build wrk-tool ## t
 # ---------------------------------------------------------------------------------------------
 ### Proofs
 
-.PHONY: audit-vs-libtpu shard-proof shard-proof-tpu conformance
+.PHONY: audit-vs-libtpu memory-calibration shard-proof shard-proof-tpu conformance
 
 # Exit 1 when a case is off by more than 10 %, the fit verdicts disagree or the compiler does not
 # confirm a weight layout. About 7 minutes on 2 cores (docs/compile.md).
 audit-vs-libtpu: fixtures build libtpu ## audit's per-chip HBM vs libtpu's, v5e-8 and v6e-8
 	$(VPY) scripts/proofs/audit_vs_libtpu.py --tpuport $(TPUPORT) --fixtures $(FIX_LINK) --libtpu "$(LIBTPU_SO)" --check
+
+# 36 models exported from published configs (scripts/testdata/memory_corpus.py, cached under
+# $(CACHE_ROOT)), split dev / held-out by family; libtpu's figures are kept per libtpu version in
+# the corpus folder, so a rerun compiles nothing and takes about a minute (25 min cold).
+memory-calibration: venv $(VENV)/.exports-stamp build libtpu ## audit's HBM estimate vs libtpu on 36 published-config models (dev / held-out)
+	corpus=$$(cd /tmp && $(abspath $(VPY)) $(abspath scripts/testdata/memory_corpus.py) | tail -1) && \
+	$(VPY) scripts/proofs/memory_calibration.py --tpuport $(TPUPORT) --corpus "$$corpus" --libtpu "$(LIBTPU_SO)"
 
 # The emitted JAX plan for GPT-2, BERT and a TinyLlama-config decoder (reduced layers) compiled
 # on 8 CPU devices, memory_analysis per device vs the plan (exit 1 past 10 %); the emitted
