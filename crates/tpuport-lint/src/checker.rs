@@ -22,6 +22,8 @@ pub(crate) struct Checker<'a> {
     diagnostics: Vec<Diagnostic>,
     step_depth: usize,
     throttled: usize,
+    /// `throttled` of the enclosing regions while inside a step loop.
+    throttle_stack: Vec<usize>,
     loop_depth: usize,
     jit: Option<(&'a JitInfo, HashSet<String>)>,
     /// Length of each enclosing body (innermost last).
@@ -55,6 +57,7 @@ impl<'a> Checker<'a> {
             diagnostics: Vec::new(),
             step_depth: 0,
             throttled: 0,
+            throttle_stack: Vec::new(),
             loop_depth: 0,
             jit: None,
             bodies: Vec::new(),
@@ -311,14 +314,22 @@ impl<'a> Checker<'a> {
         self.stmts.pop();
     }
 
+    /// A step loop inside a throttled branch (`if step % 500 == 0:` holding a validation
+    /// loop) steps on every one of its own iterations: its body is not throttled.
     fn enter_loop(&mut self, step: bool) {
         self.loop_depth += 1;
         self.step_depth += usize::from(step);
+        if step {
+            self.throttle_stack.push(std::mem::take(&mut self.throttled));
+        }
     }
 
     fn leave_loop(&mut self, step: bool) {
         self.loop_depth -= 1;
         self.step_depth -= usize::from(step);
+        if step {
+            self.throttled = self.throttle_stack.pop().unwrap_or(0);
+        }
     }
 
     fn walk_expr(&mut self, expr: &'a Expr) {
