@@ -91,7 +91,8 @@ pub(crate) fn check(checker: &mut Checker, call: &Call) {
     if dynamic && tokenizerish {
         checker.report(
             &DynamicPadding { what: format!("`{callee}(padding={})`", checker.text(k.value.span)) },
-            k.span,
+            // From the call to its `padding=`: the finding sits on the call's first line.
+            tpuport_python::Span::new(call.func.span.start, k.span.end),
         );
     }
 }
