@@ -229,6 +229,7 @@ pub(crate) fn expression(checker: &mut Checker, expr: &Expr) {
             gated!(checker, Float64Dtype, precision::float64_dtype::check_attr(checker, expr));
             gated!(checker, HalfCast, precision::half_cast::check_attr(checker, expr));
             gated!(checker, PmapUsage, distribution::pmap_usage::check(checker, expr));
+            gated!(checker, TorchCudaApi, cuda::torch_cuda_api::check_attr(checker, expr));
             gated!(
                 checker,
                 ExperimentalShardMap,

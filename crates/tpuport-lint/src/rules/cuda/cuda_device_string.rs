@@ -11,7 +11,10 @@ use crate::violation::Violation;
 tpuport_codes::documented! {
     /// ## What it does
     /// Checks for `"cuda"` / `"cuda:N"` used as a device: `torch.device("cuda")`,
-    /// `.to("cuda")`, `device="cuda"` and `map_location="cuda"` arguments.
+    /// `.to("cuda")`, `device="cuda"` and `map_location="cuda"` arguments, also when the
+    /// string reaches the call through a variable, a conditional, formatting (`f"cuda:{rank}"`)
+    /// or an argparse default (reported where the string is written, without a fix); and
+    /// Lightning's `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`.
     ///
     /// ## Why is this bad on TPU?
     /// A hard-coded CUDA device fails on a TPU VM (no CUDA), and a
@@ -145,6 +148,14 @@ pub(crate) fn check(checker: &mut Checker, _expr: &Expr, call: &Call) {
     {
         report(checker, arg, arg.span, "torch_xla.device()");
         report_ordinal(checker, call, arg);
+    }
+    // Lightning's `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`.
+    if matches!(call.func.last_name(), Some("Trainer" | "Fabric"))
+        && let Some(k) = call.keyword("accelerator")
+        && k.value.as_str().is_some_and(|s| s == "gpu" || s == "cuda")
+    {
+        let device = k.value.as_str().unwrap_or_default().to_owned();
+        checker.report(&CudaDeviceString { device }, k.value.span);
     }
     for k in &call.keywords {
         match k.arg.as_ref().map(|a| a.name.as_str()) {

@@ -11,7 +11,10 @@ tpuport_codes::documented! {
     /// ## What it does
     /// Checks for calls into `torch.cuda` (other than `torch.cuda.amp`, see TPU401/TPU402):
     /// `is_available()`, `device_count()`, `set_device()`, `synchronize()`, `empty_cache()`,
-    /// `manual_seed()`, …
+    /// `manual_seed()`, …, and for CUDA tensor types named without a call
+    /// (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`). Calls under a CUDA
+    /// guard (`if torch.cuda.is_available():`, `if use_cuda:`) are left alone: they never run
+    /// on a TPU VM.
     ///
     /// ## Why is this bad on TPU?
     /// On a TPU VM `torch.cuda.is_available()` is `False`, so gates on it fall back to the
@@ -94,5 +97,22 @@ pub(crate) fn check(checker: &mut Checker, expr: &Expr, call: &Call) {
         && let Some(e) = edit_list
     {
         d.set_fix(Fix::unsafe_(e));
+    }
+}
+
+/// A CUDA tensor type named without being called here (`Tensor = torch.cuda.FloatTensor if cuda
+/// else torch.FloatTensor`, then `Tensor(...)` everywhere): every tensor it makes is a CUDA
+/// tensor, or a CPU one on a TPU VM. (Called in place, the call check above reports it.)
+pub(crate) fn check_attr(checker: &mut Checker, expr: &Expr) {
+    if checker.in_non_tpu_branch() {
+        return;
+    }
+    if checker.parent_expr().and_then(Expr::as_call).is_some_and(|c| c.func.span == expr.span) {
+        return;
+    }
+    let Some(q) = checker.semantic.qualified_name(expr) else { return };
+    let Some(name) = q.strip_prefix("torch.cuda.") else { return };
+    if name.ends_with("Tensor") && !name.contains('.') {
+        checker.report(&TorchCudaApi { call: format!("torch.cuda.{name}") }, expr.span);
     }
 }
