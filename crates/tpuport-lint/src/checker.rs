@@ -399,13 +399,30 @@ fn cuda_guard(test: &Expr) -> bool {
 /// Whether an `if` in the step loop runs only now and then: `step % N == 0`, or a comparison
 /// of a loop counter with a constant (`if i == 0:`, once per loop).
 fn is_throttle(e: &Expr) -> bool {
-    if has_modulo(e) {
+    if has_modulo(e) || schedule_call(e) {
         return true;
     }
     matches!(&e.kind, ExprKind::Compare { ops, comparators, .. }
         if ops.len() == 1
             && matches!(ops[0], tpuport_python::ast::CmpOp::Eq)
             && matches!(comparators[0].kind, ExprKind::Int(Some(_))))
+}
+
+/// A schedule check: a call handed the step counter (`u.itstime(step, log_every, total)`,
+/// `should_log(global_step)`), alone or in an `and` / `or` / `not`.
+fn schedule_call(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::BoolOp { values, .. } => values.iter().any(schedule_call),
+        ExprKind::UnaryOp { operand, .. } => schedule_call(operand),
+        _ => e.as_call().is_some_and(|c| {
+            c.args.iter().chain(c.keywords.iter().map(|k| &k.value)).any(|a| {
+                a.as_name().is_some_and(|n| {
+                    let n = n.to_ascii_lowercase();
+                    n.contains("step") || n == "it" || n == "iteration" || n == "iter_num"
+                })
+            })
+        }),
+    }
 }
 
 fn has_modulo(e: &Expr) -> bool {

@@ -247,8 +247,8 @@ fn check_precision_and_recall_on_the_corpus() {
 fn check_on_scripts_the_rules_were_not_written_against() {
     // Measured when the corpus came in (2026-12-07, before any rule change): dev 79.9 % /
     // 62.7 %, held-out 55.8 % / 42.1 %. Raised to what the rules reach now (same day, after
-    // the dev-only changes of this session): dev 86.3 % / 74.1 %, held-out 63.6 % / 46.6 %.
-    const FLOORS: [(&str, f64, f64); 2] = [("dev", 0.86, 0.74), ("held-out", 0.63, 0.46)];
+    // the dev-only changes of this session): dev 88.8 % / 74.7 %, held-out 63.6 % / 46.6 %.
+    const FLOORS: [(&str, f64, f64); 2] = [("dev", 0.88, 0.74), ("held-out", 0.63, 0.46)];
     let dir = unseen();
     let split = std::fs::read_to_string(dir.join("SPLIT.tsv")).unwrap();
     let rows: Vec<Vec<&str>> = split.lines().skip(1).map(|l| l.split('\t').collect()).collect();
