@@ -89,7 +89,10 @@ fn formats_tensor(checker: &Checker, e: &Expr) -> bool {
         ExprKind::Call(c) => {
             matches!(&c.func.kind, ExprKind::Attribute { value, attr }
                 if attr.name == "format" && value.as_str().is_some())
-                && c.args.iter().chain(c.keywords.iter().map(|k| &k.value)).any(|x| checker.is_tensor(x))
+                && c.args
+                    .iter()
+                    .chain(c.keywords.iter().map(|k| &k.value))
+                    .any(|x| checker.is_tensor(x))
         }
         _ => false,
     }
