@@ -196,18 +196,11 @@ def jax_model(framework: str, arg: str, path: Path) -> dict:
         model = keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)
         data = (rng.integers(0, 1000, size=(BATCH, SEQ)).astype(np.int32),
                 np.ones((BATCH, SEQ), dtype=np.int32))
-    tv_paths = [v.path for v in model.trainable_variables]
-    ntv_paths = [v.path for v in model.non_trainable_variables]
-    params = {"trainable": {v.path: v.value for v in model.trainable_variables},
-              "non_trainable": {v.path: v.value for v in model.non_trainable_variables}}
+    # The same weights-first function and variable tree as stablehlo_exports.py's Keras exports.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stablehlo_exports import keras_fn, keras_parts  # noqa: E402
 
-    def fn(p, *x):
-        tv = [p["trainable"][k] for k in tv_paths]
-        ntv = [p["non_trainable"][k] for k in ntv_paths]
-        inp = x[0] if len(x) == 1 else {"token_ids": x[0], "padding_mask": x[1]}
-        y, _ = model.stateless_call(tv, ntv, inp, training=False)
-        return y
-
+    fn, params = keras_fn(model), keras_parts(model)
     lowered = jax.jit(fn).lower(params, *data)
     path.write_text(lowered.as_text())
     n = int(sum(np.prod(v.shape) for v in model.trainable_variables))
