@@ -167,6 +167,13 @@ pub struct Inventory {
     /// weights as arguments); the weight arguments are counted in `params`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub roles: Option<crate::roles::ArgRoles>,
+    /// A language model's own configuration (a Hugging Face folder's `config.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<tpuport_model::LlmConfig>,
+    /// KV-cache bytes one token adds, all layers, in the config's dtype (bf16 when it names
+    /// none): layers x 2 x KV heads x head dim x bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_bytes_per_token: Option<u64>,
 }
 
 /// Options for the inventory.
@@ -243,6 +250,12 @@ pub fn inventory(path: &str, model: &Model, opts: &InventoryOptions) -> Inventor
             .map(|(d, v)| (if d.is_empty() { "ai.onnx".to_owned() } else { d.clone() }, *v))
             .collect(),
         stablehlo_version: model.metadata.stablehlo_version.clone(),
+        llm: model.metadata.llm.clone(),
+        kv_bytes_per_token: model
+            .metadata
+            .llm
+            .as_ref()
+            .and_then(|c| c.kv_bytes_per_token(c.dtype_bytes().unwrap_or(2))),
         inputs: g.inputs.iter().map(|v| port(&g.value(*v).name, &g.value(*v).ty)).collect(),
         outputs: g.outputs.iter().map(|v| port(&g.value(*v).name, &g.value(*v).ty)).collect(),
         nodes,

@@ -99,6 +99,9 @@ pub struct Metadata {
     /// `--dim` to give.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub docs: Vec<(String, String)>,
+    /// A language model's configuration from its checkpoint folder (`config.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::LlmConfig>,
 }
 
 /// Severity of an import note.

@@ -43,6 +43,9 @@ pub fn render_text(inv: &Inventory, paint: Paint) -> String {
     if let Some(v) = &inv.stablehlo_version {
         meta.row(["stablehlo", v.as_str()]);
     }
+    if let Some(c) = &inv.llm {
+        llm_rows(&mut meta, c, inv.kv_bytes_per_token);
+    }
     let pr = &inv.params;
     let mut count =
         format!("{} ({}, {})", thousands(pr.elements), si(pr.elements), bytes(pr.bytes));
@@ -197,6 +200,59 @@ pub fn render_text(inv: &Inventory, paint: Paint) -> String {
         }
     }
     out
+}
+
+/// The config's facts: architecture, the shape of the stack, attention, experts, KV cache.
+fn llm_rows(meta: &mut Table, c: &tpuport_model::LlmConfig, kv: Option<u64>) {
+    let arch = [c.architecture.as_deref(), c.model_type.as_deref()];
+    let arch: Vec<&str> = arch.into_iter().flatten().collect();
+    meta.row(["config".to_owned(), format!("{} ({})", c.source, arch.join(", "))]);
+    let mut shape = Vec::new();
+    let mut put = |v: Option<u64>, what: &str| {
+        if let Some(v) = v {
+            shape.push(format!("{what} {v}"));
+        }
+    };
+    put(c.layers, "layers");
+    put(c.hidden, "hidden");
+    put(c.intermediate, if c.experts.is_some() { "MLP per expert" } else { "MLP" });
+    put(c.vocab, "vocab");
+    put(c.max_positions, "max positions");
+    meta.row(["stack".to_owned(), shape.join(", ")]);
+    if let (Some(h), Some(k)) = (c.heads, c.kv_heads) {
+        let d = c.head_dim.map(|d| format!(" of {d}")).unwrap_or_default();
+        let kind = c.attention().map(|a| format!(": {a}")).unwrap_or_default();
+        meta.row(["attention".to_owned(), format!("{h} heads, {k} KV heads{d}{kind}")]);
+    }
+    if let (Some(e), Some(t)) = (c.experts, c.experts_per_token) {
+        meta.row(["experts".to_owned(), format!("{e}, {t} per token")]);
+    }
+    let mut other = Vec::new();
+    if let Some(d) = &c.dtype {
+        other.push(d.clone());
+    }
+    if let Some(t) = c.tied_embeddings {
+        other.push(if t { "tied embeddings".into() } else { "untied embeddings".into() });
+    }
+    if let Some(r) = &c.rope_scaling {
+        other.push(format!("rope scaling {r}"));
+    }
+    if let Some(w) = c.sliding_window {
+        other.push(format!("sliding window {w}"));
+    }
+    if let Some(q) = &c.quantization {
+        other.push(format!("quantized ({q})"));
+    }
+    if !other.is_empty() {
+        meta.row(["config notes".to_owned(), other.join(", ")]);
+    }
+    if let Some(b) = kv {
+        let dt = c.dtype.as_deref().filter(|_| c.dtype_bytes().is_some()).unwrap_or("bf16");
+        meta.row([
+            "KV cache".to_owned(),
+            format!("{} per token ({dt}; layers x 2 x KV heads x head dim x bytes)", bytes(b)),
+        ]);
+    }
 }
 
 #[cfg(test)]

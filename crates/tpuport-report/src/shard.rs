@@ -53,7 +53,8 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
         facts.push(format!("vocab {v}{head}"));
     }
     if let Some(h) = d.heads {
-        facts.push(format!("{h} heads"));
+        let kv = d.kv_heads.filter(|k| *k != h).map(|k| format!(" ({k} KV)")).unwrap_or_default();
+        facts.push(format!("{h} heads{kv}"));
     }
     let _ = writeln!(out, "model: {}", facts.join(", "));
     let _ = writeln!(

@@ -152,6 +152,9 @@ pub struct ShardOptions {
     /// Attention heads, where the weights do not say (torch `[out, in]` matrices do not);
     /// default hidden / 64 per head dimension, noted in the plan.
     pub heads: Option<u64>,
+    /// The model's own configuration (a Hugging Face folder's `config.json`): its heads and KV
+    /// heads are used where `heads` is not given.
+    pub llm: Option<tpuport_model::LlmConfig>,
 }
 
 impl Default for ShardOptions {
@@ -166,6 +169,7 @@ impl Default for ShardOptions {
             param_dtype: None,
             compute_dtype: None,
             heads: None,
+            llm: None,
         }
     }
 }
@@ -272,6 +276,9 @@ pub struct ModelDims {
     pub heads: Option<u64>,
     /// Where `heads` came from.
     pub heads_from: Option<String>,
+    /// Key/value heads (grouped-query attention), from the model's config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u64>,
     /// Whether the output projection is tied to the embedding (no LM head stored).
     pub tied_head: bool,
     /// Whether the model computes logits over the vocabulary: a stored LM head, or one tied
@@ -644,9 +651,14 @@ fn model_dims(params: &[(ParamInfo, ParamRole)], opts: &ShardOptions) -> ModelDi
         .iter()
         .find(|(p, r)| r.kind == Kind::MlpUp && p.shape.len() == 2)
         .map(|(p, r)| if r.orientation == Orientation::OutIn { p.shape[0] } else { p.shape[1] });
+    let config = opts.llm.as_ref();
+    d.kv_heads = config.and_then(|c| c.kv_heads);
     if let Some(h) = opts.heads {
         d.heads = Some(h);
         d.heads_from = Some("--heads".into());
+    } else if let Some(h) = config.and_then(|c| c.heads) {
+        d.heads = Some(h);
+        d.heads_from = Some("config.json".into());
     } else if let Some(h) = head_dims {
         d.heads = Some(h);
         d.heads_from = Some("the query kernel's heads dimension".into());

@@ -47,6 +47,7 @@ pub(crate) fn metadata(m: &ModelProto, graph: &Graph) -> Metadata {
         exporter,
         properties,
         docs,
+        llm: None,
     }
 }
 

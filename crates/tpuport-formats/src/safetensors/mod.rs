@@ -16,6 +16,7 @@
 #![allow(unsafe_code, reason = "memory-mapping safetensors files (memmap2)")]
 
 pub mod header;
+pub mod hf_config;
 mod index;
 mod write;
 
@@ -72,6 +73,16 @@ fn looks_like_header(head: &[u8]) -> bool {
 /// # Errors
 /// [`FormatError`] naming the file and the field that is wrong.
 pub fn import_with(path: &Path, limits: &Limits) -> Result<Model, FormatError> {
+    let mut model = import_tensors(path, limits)?;
+    // A Hugging Face folder's config.json, beside the index or the file.
+    let dir = if path.is_dir() { Some(path) } else { path.parent() };
+    if let Some((config, problems)) = dir.map(hf_config::read).transpose()?.flatten() {
+        hf_config::attach(&mut model, config, problems);
+    }
+    Ok(model)
+}
+
+fn import_tensors(path: &Path, limits: &Limits) -> Result<Model, FormatError> {
     if path.is_dir() {
         return match index::find_in_dir(path) {
             Some(p) if p.to_string_lossy().ends_with(".json") => index::import(&p, limits),

@@ -202,6 +202,7 @@ pub(crate) fn run(a: &ShardArgs, g: &GlobalArgs, p: &Printer) -> anyhow::Result<
         },
         compute_dtype: Some(compute.dtype()),
         heads: a.heads,
+        llm: model.metadata.llm.clone(),
     };
     let mut plan = shard::plan(&params, &a.slice, &slice, chip, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.model.display()))?;
