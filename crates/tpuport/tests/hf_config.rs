@@ -348,7 +348,6 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn published_configs_give_their_heads_kv_heads_parameters_and_kv_bytes() {
-    let mut table = String::new();
     for c in cases() {
         let dir = folder(c.name, &c.config, &c.arch);
         let inv = inspect(&dir);
@@ -371,10 +370,8 @@ fn published_configs_give_their_heads_kv_heads_parameters_and_kv_bytes() {
             "{}: {notes:?}",
             c.name
         );
-        let _ = writeln!(table, "{} {} {}", c.name, c.params, c.kv_bytes);
         let _ = std::fs::remove_dir_all(&dir);
     }
-    println!("{table}");
 }
 
 #[test]
