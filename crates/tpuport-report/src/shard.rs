@@ -208,6 +208,10 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
         out.push_str(&t.render());
     }
 
+    if let Some(s) = &plan.serving {
+        serving(&mut out, s, paint);
+    }
+
     title(&mut out, "Specs by role");
     let mut groups: BTreeMap<(String, String), (u64, u64, &str)> = BTreeMap::new();
     for p in &plan.params {
@@ -251,4 +255,64 @@ pub fn render_text(model: &str, plan: &ShardPlan, paint: Paint) -> String {
         }
     }
     out
+}
+
+/// The KV-cache serving plan, one row per tensor-parallel degree.
+fn serving(out: &mut String, s: &tpuport_analysis::shard::serving::Serving, paint: Paint) {
+    out.push('\n');
+    out.push_str(&paint.paint(
+        &format!(
+            "Serving (vLLM-style: context {}, memory utilization {}, KV {} B per value)",
+            s.context, s.utilization, s.kv_dtype_bytes
+        ),
+        Style::Bold,
+    ));
+    out.push('\n');
+    let mut t = Table::new(
+        &[
+            "TP",
+            "replicas",
+            "weights/chip",
+            "KV/token/chip",
+            "cache tokens",
+            "sequences",
+            "decode tok/s (1 seq)",
+            "decode tok/s (slice, full)",
+            "prefill",
+            "fits",
+        ],
+        &[
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+    );
+    for r in &s.rows {
+        let mark = if s.best == Some(r.tp) { " (best)" } else { "" };
+        t.row([
+            r.tp.to_string(),
+            r.replicas.to_string(),
+            bytes(r.weights_per_chip),
+            bytes(r.kv_per_token_per_chip),
+            thousands(r.cache_tokens),
+            thousands(r.sequences),
+            format!("{:.0}", r.decode_tokens_per_s_batch1),
+            format!("{:.0}", r.decode_tokens_per_s_full),
+            duration(r.prefill_ms / 1e3),
+            format!("{}{mark}", if r.fits { "yes" } else { "no" }),
+        ]);
+    }
+    out.push_str(&t.render());
+    if s.best.is_none() {
+        out.push_str(
+            "  no tensor-parallel degree fits the weights and one sequence of this context here\n",
+        );
+    }
 }

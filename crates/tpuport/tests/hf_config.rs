@@ -456,3 +456,38 @@ fn a_broken_config_is_one_line_naming_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `shard --seq` on a published folder; exit 1 is a plan that does not fit.
+fn serving(case: &str, slice: &str, seq: &str, code: i32) -> (Value, String) {
+    let c = cases().into_iter().find(|c| c.name == case).unwrap();
+    let dir = folder(&format!("serve-{case}-{slice}"), &c.config, &c.arch);
+    let d = dir.to_str().unwrap();
+    let o = tpuport(&["--format", "json", "shard", d, "--slice", slice, "--seq", seq]);
+    assert_eq!(o.code, code, "{}", o.stderr);
+    let text = tpuport(&["shard", d, "--slice", slice, "--seq", seq]);
+    let _ = std::fs::remove_dir_all(&dir);
+    (serde_json::from_str::<Value>(&o.stdout).unwrap()["serving"].clone(), text.stdout)
+}
+
+/// Published vLLM TPU set-ups are feasible; a 70B model on one v5e chip is not.
+#[test]
+fn serving_plans_for_published_set_ups() {
+    // Llama-3.1-8B on a v6e-8 at 8k context: every TP degree of 1..8 fits (16 GB of bf16
+    // weights on a 32 GB chip), and TP 8 holds 16 KiB of cache per token per chip.
+    let (s, text) = serving("llama-3.1-8b", "v6e-8", "8192", 0);
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{s}");
+    assert!(rows.iter().all(|r| r["fits"] == true), "{s}");
+    assert_eq!(rows[3]["tp"], 8);
+    assert_eq!(rows[3]["kv_per_token_per_chip"], 16_384);
+    assert!(text.contains("Serving (vLLM-style: context 8192"), "{text}");
+    // Qwen3-30B-A3B at TP 8 on one 8-chip v6e host: 4 KV heads, so each chip keeps one.
+    let (s, _) = serving("qwen3-30b-a3b", "v6e-8", "4096", 0);
+    let r8 = s["rows"].as_array().unwrap().iter().find(|r| r["tp"] == 8).unwrap().clone();
+    assert_eq!(r8["fits"], true, "{s}");
+    assert_eq!(r8["kv_per_token_per_chip"], 48 * 2 * 128 * 2);
+    // Llama-3.1-70B: 141 GB of weights do not fit one 16 GB v5e chip.
+    let (s, text) = serving("llama-3.1-70b", "v5e-1", "4096", 1);
+    assert!(s["best"].is_null(), "{s}");
+    assert!(text.contains("no tensor-parallel degree fits"), "{text}");
+}

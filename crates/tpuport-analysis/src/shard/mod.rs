@@ -28,6 +28,7 @@ pub mod graph_paths;
 pub mod gspmd;
 pub mod names;
 pub mod params;
+pub mod serving;
 pub mod spec;
 pub mod step;
 
@@ -405,6 +406,10 @@ pub struct ShardPlan {
     /// same global batch and sequence fit ([`ShardPlan::look_wider`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fits_on: Option<FitsOn>,
+    /// Inference of a language model with a config: the KV-cache plan per tensor-parallel
+    /// degree, at the plan's sequence as the context length ([`serving`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<serving::Serving>,
 }
 
 /// A training step's optimizer-state argument and the parameter whose spec it takes.
@@ -1027,6 +1032,17 @@ fn plan_at(
         .map(|(p, _)| p.name.clone())
         .collect();
     let batch_spec = spec::batch_spec(&chosen.mesh, batch);
+    let serving = opts.llm.as_ref().filter(|_| !training).and_then(|c| {
+        serving::plan(
+            c,
+            dims.params,
+            dims.bytes,
+            chip,
+            slice.chips,
+            seq,
+            serving::DEFAULT_UTILIZATION,
+        )
+    });
     Ok(ShardPlan {
         schema: "tpuport.shard/1",
         slice: slice_name.to_owned(),
@@ -1052,6 +1068,7 @@ fn plan_at(
         verified: None,
         fits_at: None,
         fits_on: None,
+        serving,
     })
 }
 
