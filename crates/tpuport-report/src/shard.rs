@@ -312,7 +312,13 @@ fn serving(out: &mut String, s: &tpuport_analysis::shard::serving::Serving, pain
     out.push_str(&t.render());
     if s.best.is_none() {
         out.push_str(
-            "  no tensor-parallel degree fits the weights and one sequence of this context here\n",
+            "  no tensor-parallel degree fits the weights and one sequence of this context here",
         );
+        match &s.nearest {
+            Some(n) => {
+                let _ = writeln!(out, "; {} ({} chips) does, at TP {}", n.slice, n.chips, n.tp);
+            }
+            None => out.push_str("; no larger slice of this chip does either\n"),
+        }
     }
 }

@@ -490,4 +490,9 @@ fn serving_plans_for_published_set_ups() {
     let (s, text) = serving("llama-3.1-70b", "v5e-1", "4096", 1);
     assert!(s["best"].is_null(), "{s}");
     assert!(text.contains("no tensor-parallel degree fits"), "{text}");
+    // 141 GB over TP 16 is 8.8 GB a chip, with room for 40 KiB-a-token cache: v5e-16 is the
+    // smallest v5e slice that serves it (TP 8 would need 17.6 GB of a 16 GB chip).
+    assert_eq!(s["nearest"]["chips"], 16, "{s}");
+    assert_eq!(s["nearest"]["tp"], 16, "{s}");
+    assert!(text.contains("(16 chips) does, at TP 16"), "{text}");
 }

@@ -773,6 +773,26 @@ impl ShardPlan {
         chip: &Chip,
         opts: &ShardOptions,
     ) {
+        if let (Some(s), Some(c)) = (&mut self.serving, opts.llm.as_ref())
+            && s.best.is_none()
+        {
+            s.nearest = slices.iter().filter(|sl| sl.chips > self.chips).find_map(|sl| {
+                let p = serving::plan(
+                    c,
+                    self.model.params,
+                    self.model.bytes,
+                    chip,
+                    sl.chips,
+                    self.seq,
+                    s.utilization,
+                )?;
+                Some(serving::Nearest {
+                    slice: sl.accelerator_type.clone(),
+                    chips: sl.chips,
+                    tp: p.best?,
+                })
+            });
+        }
         if self.chosen.fits {
             return;
         }

@@ -64,6 +64,21 @@ pub struct Serving {
     pub rows: Vec<ServingRow>,
     /// The row with the most slice throughput among those that fit.
     pub best: Option<u32>,
+    /// When no row fits: the smallest larger slice of the same chip where one does
+    /// ([`crate::shard::ShardPlan::look_wider`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<Nearest>,
+}
+
+/// A larger slice that serves the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct Nearest {
+    /// Accelerator type (`v5litepod-16`).
+    pub slice: String,
+    /// Its chips.
+    pub chips: u32,
+    /// The tensor-parallel degree with the most throughput there.
+    pub tp: u32,
 }
 
 /// The plan, or `None` when the config lacks heads, KV heads, head dim or layers, or the chip
@@ -131,7 +146,7 @@ pub fn plan(
         .filter(|r| r.fits)
         .max_by(|a, b| a.decode_tokens_per_s_full.total_cmp(&b.decode_tokens_per_s_full))
         .map(|r| r.tp);
-    Some(Serving { context, utilization, kv_dtype_bytes: kv_bytes, rows, best })
+    Some(Serving { context, utilization, kv_dtype_bytes: kv_bytes, rows, best, nearest: None })
 }
 
 #[cfg(test)]
