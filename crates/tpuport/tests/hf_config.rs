@@ -273,13 +273,23 @@ fn cases() -> Vec<Case> {
             kv_bytes: 28 * 2 * 4 * 128 * 2, // 57,344: 56 KiB
         },
         Case {
-            // google/gemma-2-9b (head_dim 256 is not hidden / heads; tied embedding)
+            // google/gemma-2-9b (head_dim 256 is not hidden / heads; tied embedding). The config
+            // is the `Gemma2Config` a public notebook printed for that checkpoint under
+            // transformers 4.45.2, copied whole (not typed from memory).
             name: "gemma-2-9b",
-            config: json!({"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
-                "hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42,
-                "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
-                "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096,
-                "torch_dtype": "float32"}),
+            config: json!({"_name_or_path": "google/gemma-2-9b",
+                "architectures": ["Gemma2ForCausalLM"], "attention_bias": false,
+                "attention_dropout": 0.0, "attn_logit_softcapping": 50.0, "bos_token_id": 2,
+                "cache_implementation": "hybrid", "eos_token_id": 1,
+                "final_logit_softcapping": 30.0, "head_dim": 256,
+                "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+                "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 14336,
+                "max_position_embeddings": 8192, "model_type": "gemma2",
+                "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8,
+                "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+                "rope_theta": 10000.0, "sliding_window": 4096, "sliding_window_size": 4096,
+                "torch_dtype": "bfloat16", "transformers_version": "4.45.2", "use_cache": true,
+                "vocab_size": 256000}),
             arch: Arch {
                 hidden: 3584,
                 inter: 14336,
@@ -293,7 +303,7 @@ fn cases() -> Vec<Case> {
                 ..BASE
             },
             params: 9_241_705_984,
-            kv_bytes: 42 * 2 * 8 * 256 * 4, // 688,128: float32 as the config says
+            kv_bytes: 42 * 2 * 8 * 256 * 2, // 344,064: 336 KiB
         },
         Case {
             // mistralai/Mixtral-8x7B-v0.1
