@@ -869,20 +869,20 @@ impl LoopCollector<'_> {
         let over_loader = iter.is_some_and(|i| {
             is_loader(i) || i.as_call().is_some_and(|c| c.args.iter().take(2).any(is_loader))
         });
-        let mut f = Find { model: false, device: false, env: false };
+        let mut f = LoopBody { model: false, device: false, env: false };
         f.visit_body(body);
         (over_loader && (f.model || f.device)) || f.env
     }
 }
 
 /// What a loop body does, for [`LoopCollector::is_eval_loop`] (nested functions not entered).
-struct Find {
+struct LoopBody {
     model: bool,
     device: bool,
     env: bool,
 }
 
-impl<'a> Visitor<'a> for Find {
+impl<'a> Visitor<'a> for LoopBody {
     fn visit_stmt(&mut self, s: &'a Stmt) {
         if !matches!(s.kind, StmtKind::FunctionDef(_) | StmtKind::ClassDef(_)) {
             walk_stmt(self, s);
